@@ -1,0 +1,179 @@
+"""The ``bwt`` command line: train, evaluate, inspect episodes and presets, manage the cache."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from typing import Any, Sequence
+
+import torch
+
+from .checkpoints import CheckpointError, cache_dir, checkpoint_dir, find_checkpoint, load_or_train, train_and_save
+from .evaluate import evaluate
+from .metrics import entropy_bits
+from .models import ARCHS, build_model
+from .paper import paper_value
+from .presets import SCALES, Preset, get_preset
+from .train import TARGET_MODES
+from .tunnels import TUNNELS, make_tunnel
+
+
+def _preset(args: argparse.Namespace) -> Preset:
+    overrides: dict[str, Any] = {}
+    for name in ("steps", "seed", "target"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
+    return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, **overrides)
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    preset = _preset(args)
+    model, meta = train_and_save(preset, progress=_progress(args), device=args.device,
+                                 fresh=args.fresh, log=_log)
+    last = meta["history"][-1] if meta["history"] else {}
+    print(f"{preset.name}: {meta['train_steps']} steps in {meta['train_time_s']:.1f} s, "
+          f"entropy MAE {last.get('entropy_mae_bits', float('nan')):.4f} bits "
+          f"(on {preset.train.eval_episodes} held-out episodes); saved to {checkpoint_dir(preset)}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    preset = _preset(args)
+    model, meta = load_or_train(preset, progress=_progress(args), device=args.device, log=_log)
+    res = evaluate(model, make_tunnel(**preset.tunnel), episodes=args.episodes, seed=args.seed_eval)
+    paper = paper_value(preset.tunnel["tunnel"], preset.model.arch)
+    out = {
+        "tunnel": preset.tunnel["tunnel"], "arch": preset.model.arch, "scale": preset.scale,
+        "variant": preset.tunnel.get("variant"), "target": preset.train.target,
+        "params": model.n_params, "train_steps": meta["train_steps"], "eval_seed": args.seed_eval,
+        **res.to_dict(), "paper_value": paper.value if paper else None,
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{preset.name} ({out['params']:,} parameters, {out['train_steps']} steps, {preset.train.target} targets)")
+        print(f"  entropy MAE {res.entropy_mae_bits:.4f} bits | KL {res.kl_bits:.4f} bits | TV {res.tv:.4f} | "
+              f"accuracy {res.accuracy:.3f}  ({res.episodes} held-out episodes)")
+        if paper:
+            print(f"  paper: {paper.value} {paper.unit} ({paper.source}; {paper.note})")
+    return 0
+
+
+def cmd_episode(args: argparse.Namespace) -> int:
+    kwargs = {} if args.variant is None else {"variant": args.variant}
+    tunnel = make_tunnel(args.tunnel, **kwargs)
+    ep = tunnel.sample(1, torch.Generator().manual_seed(args.seed))
+    out = {
+        **tunnel.config(),
+        "seed": args.seed,
+        "tokens": ep.inputs[0].tolist(),
+        "positions": ep.positions.tolist(),
+        "answer_tokens": list(tunnel.answer_tokens) if tunnel.answer_tokens is not None else None,
+        "target": ep.target[0].tolist(),
+        "posterior": ep.probs[0].tolist(),
+        "entropy_bits": entropy_bits(ep.probs[0]).tolist(),
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{tunnel!r}, seed {args.seed}")
+        print("tokens:", out["tokens"])
+        for pos, ans, h in zip(out["positions"], out["target"], out["entropy_bits"]):
+            print(f"  position {pos:3d}: answer class {ans:3d}, Bayes entropy {h:.4f} bits")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    preset = _preset(args)
+    with torch.device("meta"):
+        n_params = build_model(preset.model).n_params
+    found = find_checkpoint(preset)
+    out = {"name": preset.name, "key": preset.key(), **preset.to_dict(), "params": n_params,
+           "checkpoint": str(found) if found else None}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(json.dumps(out, indent=2))
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    root = cache_dir()
+    if args.action == "path":
+        print(root)
+    elif args.action == "list":
+        for d in sorted(root.glob("*/")) if root.exists() else []:
+            state = "complete" if (d / "checkpoint.json").exists() else "partial (resumable)"
+            print(f"{d.name}  {state}")
+    elif args.action == "clear":
+        shutil.rmtree(root, ignore_errors=True)
+        print(f"removed {root}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bwt", description="Bayesian wind tunnels: train, evaluate, inspect.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def model_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -> None:
+        sp.add_argument("tunnel", choices=sorted(TUNNELS))
+        sp.add_argument("arch", choices=ARCHS)
+        sp.add_argument("--scale", choices=SCALES, default="lite")
+        sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement)")
+        sp.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
+        sp.add_argument("--seed", type=int, default=None, help=seed_help)
+        sp.add_argument("--target", choices=TARGET_MODES, default=None,
+                        help="sampled answers (default, the paper's objective) or the exact posterior (soft)")
+        sp.add_argument("--device", default="cpu")
+        sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    sp = sub.add_parser("train", help="train a preset into the cache (resumes an interrupted run)")
+    model_args(sp)
+    sp.add_argument("--fresh", action="store_true", help="ignore any saved partial run and start over")
+    sp.set_defaults(func=cmd_train)
+
+    sp = sub.add_parser("eval", help="evaluate a preset on held-out episodes (trains it if missing)")
+    model_args(sp, seed_help="training seed of the preset to evaluate")
+    sp.add_argument("--episodes", type=int, default=2048)
+    sp.add_argument("--eval-seed", dest="seed_eval", type=int, default=0, help="seed of the held-out episodes")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_eval)
+
+    sp = sub.add_parser("episode", help="one sampled episode with its exact posterior")
+    sp.add_argument("tunnel", choices=sorted(TUNNELS))
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--variant", default=None)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_episode)
+
+    sp = sub.add_parser("info", help="a preset's configuration and exact parameter count")
+    model_args(sp)
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_info)
+
+    sp = sub.add_parser("cache", help="where checkpoints are cached; list or clear them")
+    sp.add_argument("action", choices=("path", "list", "clear"))
+    sp.set_defaults(func=cmd_cache)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, CheckpointError) as e:
+        parser.exit(2, f"bwt: error: {e}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

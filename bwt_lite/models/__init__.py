@@ -1,0 +1,26 @@
+"""Architectures: one backbone per file, wrapped by a shared adapter and readout."""
+from __future__ import annotations
+
+from torch import nn
+
+from ..validation import check_choice
+from .config import ModelConfig
+from .hooks import HookPoint, capture, hook_names, run_with_cache
+from .mlp import MLPControl
+from .model import WindTunnelModel, ablate_heads, bypass_layers
+from .transformer import Transformer
+
+BACKBONES: dict[str, type[nn.Module]] = {"transformer": Transformer, "mlp": MLPControl}
+ARCHS: tuple[str, ...] = tuple(BACKBONES)
+
+
+def build_model(cfg: ModelConfig) -> WindTunnelModel:
+    """Build the model a config describes (weights freshly initialised)."""
+    check_choice("arch", cfg.arch, ARCHS)
+    return WindTunnelModel(cfg, BACKBONES[cfg.arch](cfg))
+
+
+__all__ = [
+    "ARCHS", "BACKBONES", "HookPoint", "ModelConfig", "WindTunnelModel", "ablate_heads",
+    "build_model", "bypass_layers", "capture", "hook_names", "run_with_cache",
+]

@@ -1,0 +1,49 @@
+"""The model configuration shared by every architecture (one flat dataclass, JSON round-trip)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    arch: str = "transformer"  # backbone: see bwt_lite.models.ARCHS
+    d_model: int = 192  # residual stream width
+    n_layers: int = 6  # blocks (attention blocks; residual MLP blocks for the MLP control)
+    n_heads: int = 6  # attention heads (transformer only); head dim = d_model / n_heads
+    mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * d_model
+    vocab_size: int = 40  # input token vocabulary
+    n_positions: int = 38  # rows of the learned position table (>= sequence length)
+    answer_tokens: tuple[int, ...] | None = None  # tied head over these token ids; None: linear head
+    n_outputs: int = 0  # outputs of a linear head (used when answer_tokens is None)
+    norm_eps: float = 1e-5  # RMSNorm / LayerNorm epsilon
+
+    def __post_init__(self) -> None:
+        if self.answer_tokens is not None:
+            object.__setattr__(self, "answer_tokens", tuple(int(t) for t in self.answer_tokens))
+            bad = [t for t in self.answer_tokens if not 0 <= t < self.vocab_size]
+            if bad:
+                raise ValueError(f"answer_tokens {bad} outside the vocabulary 0..{self.vocab_size - 1}")
+        elif self.n_outputs < 1:
+            raise ValueError("a model needs answer_tokens (tied head) or n_outputs >= 1 (linear head)")
+        for name in ("d_model", "n_layers", "mlp_ratio", "n_positions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.answer_tokens) if self.answer_tokens is not None else self.n_outputs
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["answer_tokens"] is not None:
+            d["answer_tokens"] = list(d["answer_tokens"])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        extra = set(d) - known
+        if extra:
+            raise ValueError(f"unknown model config field(s) {sorted(extra)}; known: {sorted(known)}")
+        return cls(**d)

@@ -1,0 +1,46 @@
+"""One call at the top of every chapter: device, seeds, cache directory (Google Drive when mounted)."""
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+DRIVE_ROOT = Path("/content/drive/MyDrive")
+
+
+@dataclass
+class NotebookSetup:
+    device: str  # "cuda" when a GPU is visible, else "cpu"
+    seed: int
+    cache_dir: Path  # where checkpoints are cached (BWT_CACHE_DIR)
+
+
+def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = True) -> NotebookSetup:
+    """Pick the device, seed python/numpy/torch, and choose the checkpoint cache directory.
+
+    The cache is ``$BWT_CACHE_DIR`` if set; else, on Colab with Google Drive mounted,
+    ``MyDrive/bwt_cache`` (so trained models survive the session); else the user cache directory.
+    """
+    from .checkpoints import cache_dir
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # numpy is optional for the package itself
+        pass
+    if "BWT_CACHE_DIR" not in os.environ and DRIVE_ROOT.is_dir():
+        os.environ["BWT_CACHE_DIR"] = str(DRIVE_ROOT / "bwt_cache")
+    setup = NotebookSetup(device=device, seed=seed, cache_dir=cache_dir())
+    if verbose:
+        from . import __version__
+
+        print(f"bwt_lite {__version__} | device: {device} | seed: {seed}")
+    return setup

@@ -1,0 +1,97 @@
+"""Named configurations ``(tunnel, arch, scale)``: ``lite`` (CPU, minutes) and ``paper`` (spec 1.7-1.8).
+
+A :class:`Preset` holds the full tunnel, model and training configuration; its :meth:`Preset.key`
+(a SHA-256 of all of it plus the checkpoint format version) keys the checkpoint cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .models import ARCHS, ModelConfig
+from .train import TrainConfig
+from .tunnels import TUNNELS, make_tunnel
+from .validation import check_choice
+
+SCALES = ("lite", "paper")
+FORMAT_VERSION = 1  # bump when the meaning of a stored checkpoint changes
+
+# Tunnel arguments per scale (the task itself is the paper's at both scales).
+TUNNEL_ARGS: dict[str, dict[str, Any]] = {"bijection": {"V": 20, "L": 19, "variant": "separate"}}
+
+# Backbone sizes. Paper: the production transformer (2,677,440 parameters on the bijection) and
+# the MLP control with 9 residual blocks (2,681,472). Lite: a 4-layer d = 64 transformer and an
+# MLP control with 6 blocks (1.5x the layers: an MLP block has 2/3 of a transformer block's weights).
+ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
+    ("transformer", "paper"): {"d_model": 192, "n_layers": 6, "n_heads": 6},
+    ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
+    ("transformer", "lite"): {"d_model": 64, "n_layers": 4, "n_heads": 4},
+    ("mlp", "lite"): {"d_model": 64, "n_layers": 6, "n_heads": 4},
+}
+
+# Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
+# clip 1.0, batch 256, 50k steps). Lite: sized to finish in minutes on 2 CPU cores.
+TRAIN: dict[tuple[str, str], TrainConfig] = {
+    ("transformer", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
+                                          eval_every=1_000, ckpt_every=1_000),
+    ("mlp", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
+                                  eval_every=1_000, ckpt_every=1_000),
+    ("transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=1e-3, warmup_steps=200,
+                                         eval_every=250, ckpt_every=500),
+    ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, warmup_steps=100,
+                                 eval_every=100, ckpt_every=500),
+}
+
+
+@dataclass(frozen=True)
+class Preset:
+    scale: str
+    tunnel: dict[str, Any]  # make_tunnel(**tunnel)
+    model: ModelConfig
+    train: TrainConfig
+
+    @property
+    def name(self) -> str:
+        soft = "-soft" if self.train.target == "soft" else ""
+        return f"{self.tunnel['tunnel']}-{self.model.arch}-{self.scale}{soft}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, "scale": self.scale, "tunnel": dict(self.tunnel),
+                "model": self.model.to_dict(), "train": self.train.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Preset":
+        if d.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"checkpoint format version {d.get('format_version')!r} is not {FORMAT_VERSION}")
+        return cls(scale=d["scale"], tunnel=dict(d["tunnel"]), model=ModelConfig.from_dict(d["model"]),
+                   train=TrainConfig.from_dict(d["train"]))
+
+    def key(self) -> str:
+        """SHA-256 of the canonical JSON of the whole configuration."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def with_train(self, **changes: Any) -> "Preset":
+        """A copy with training fields changed, e.g. ``preset.with_train(steps=100, target="soft")``."""
+        return replace(self, train=replace(self.train, **changes))
+
+
+def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
+               **train_overrides: Any) -> Preset:
+    """The named configuration, optionally with training fields overridden (steps, seed, target...)."""
+    check_choice("tunnel", tunnel, sorted(TUNNELS))
+    check_choice("arch", arch, ARCHS)
+    check_choice("scale", scale, SCALES)
+    targs = {"tunnel": tunnel, **TUNNEL_ARGS[tunnel]}
+    if variant is not None:
+        targs["variant"] = variant
+    t = make_tunnel(**targs)
+    model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_positions=t.seq_len + 1,
+                        answer_tokens=t.answer_tokens, n_outputs=0 if t.answer_tokens else t.n_classes,
+                        **ARCH_SIZES[(arch, scale)])
+    train = TRAIN[(arch, scale)]
+    if train_overrides:
+        train = replace(train, **train_overrides)
+    return Preset(scale=scale, tunnel=t.config(), model=model, train=train)

@@ -1,0 +1,22 @@
+"""Wind tunnels: generators of fresh episodes with exact Bayesian posteriors."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..validation import check_choice
+from .base import Episodes, Tunnel
+from .bijection import Bijection
+
+TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection}
+
+
+def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
+    """Build a tunnel by name, e.g. ``make_tunnel("bijection", V=20, L=19, variant="separate")``.
+
+    ``make_tunnel(**t.config())`` rebuilds tunnel ``t``.
+    """
+    check_choice("tunnel", tunnel, sorted(TUNNELS))
+    return TUNNELS[tunnel](**kwargs)
+
+
+__all__ = ["Episodes", "Tunnel", "Bijection", "TUNNELS", "make_tunnel"]

@@ -1,0 +1,116 @@
+"""Models: exact parameter counts, causality, hook points, head mask and layer bypass."""
+import pytest
+import torch
+
+from bwt_lite.models import (ARCHS, ModelConfig, ablate_heads, build_model, bypass_layers, capture,
+                             hook_names, run_with_cache)
+from bwt_lite.presets import get_preset
+from bwt_lite.tunnels import Bijection
+from conftest import gen
+
+SMALL = dict(d_model=32, n_layers=2, n_heads=4, vocab_size=40, n_positions=38, answer_tokens=tuple(range(20, 40)))
+
+
+def test_paper_parameter_counts():
+    assert build_model(get_preset("bijection", "transformer", "paper").model).n_params == 2_677_440
+    assert build_model(get_preset("bijection", "mlp", "paper").model).n_params == 2_681_472
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("variant", Bijection.variants)
+def test_every_arch_runs_every_variant(arch, variant):
+    preset = get_preset("bijection", arch, "lite", variant=variant)
+    t = Bijection(**{k: v for k, v in preset.tunnel.items() if k != "tunnel"})
+    model = build_model(preset.model)
+    ep = t.sample(3, gen())
+    logits = model(ep.inputs, ep.positions)
+    assert logits.shape == (3, len(ep.positions), t.V)
+    assert model(ep.inputs).shape == (3, t.seq_len, t.V)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_causal(arch):
+    model = build_model(ModelConfig(arch=arch, **SMALL))
+    x = Bijection().sample(2, gen()).inputs
+    y = x.clone()
+    y[:, 20:] = (y[:, 20:] + 1) % 40
+    a, b = model(x), model(y)
+    assert torch.allclose(a[:, :20], b[:, :20], atol=1e-6)
+    assert not torch.allclose(a[:, 20:], b[:, 20:])
+
+
+def test_mlp_control_never_mixes_positions():
+    model = build_model(ModelConfig(arch="mlp", **SMALL))
+    x = Bijection().sample(2, gen()).inputs
+    y = x.clone()
+    y[:, 5] = (y[:, 5] + 1) % 40
+    diff = (model(x) - model(y)).abs().amax(dim=(0, 2))
+    assert diff[5] > 0 and diff[torch.arange(37) != 5].max() == 0
+
+
+def test_tied_head_uses_the_answer_token_embeddings():
+    model = build_model(ModelConfig(arch="transformer", **SMALL))
+    x = Bijection().sample(2, gen()).inputs
+    _, cache = run_with_cache(model, x, names=["hook_final"])
+    manual = cache["hook_final"] @ model.embed.tok.weight[20:40].T
+    assert torch.allclose(model(x), manual, atol=1e-6)
+
+
+def test_hook_points_and_cache_cleanup():
+    model = build_model(ModelConfig(arch="transformer", **SMALL))
+    names = hook_names(model)
+    for n in ["hook_embed", "backbone.blocks.0.attn.hook_pattern", "backbone.blocks.1.hook_resid_post",
+              "backbone.blocks.0.attn.hook_q", "backbone.blocks.0.attn.hook_z", "hook_final", "hook_logits"]:
+        assert n in names
+    x = Bijection().sample(2, gen()).inputs
+    out, cache = run_with_cache(model, x, names=["backbone.blocks.0.attn.hook_pattern"])
+    assert list(cache) == ["backbone.blocks.0.attn.hook_pattern"]
+    pat = cache["backbone.blocks.0.attn.hook_pattern"]
+    assert pat.shape == (2, 4, 37, 37)
+    assert torch.allclose(pat.sum(-1), torch.ones(2, 4, 37))
+    assert torch.equal(pat.triu(1), torch.zeros_like(pat))
+    with pytest.raises(RuntimeError):
+        with capture(model, ["hook_final"]):
+            raise RuntimeError("boom")
+    assert all(not m._forward_hooks for m in model.modules())
+    with pytest.raises(ValueError, match="unknown hook point"):
+        run_with_cache(model, x, names=["nope"])
+
+
+def test_head_mask_zero_ablates_and_restores():
+    model = build_model(ModelConfig(arch="transformer", **SMALL))
+    x = Bijection().sample(2, gen()).inputs
+    base = model(x)
+    name = "backbone.blocks.0.attn.hook_z"
+    with ablate_heads(model, [(0, 1)]):
+        out, cache = run_with_cache(model, x, names=[name])
+        assert torch.equal(cache[name][:, 1], torch.zeros_like(cache[name][:, 1]))
+        assert not torch.allclose(out, base)
+    assert torch.equal(model(x), base)
+    with pytest.raises(ValueError, match="out of range"):
+        with ablate_heads(model, [(5, 0)]):
+            pass
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bypass_skips_a_block(arch):
+    model = build_model(ModelConfig(arch=arch, **SMALL))
+    x = Bijection().sample(2, gen()).inputs
+    base = model(x)
+    with bypass_layers(model, [1]):
+        _, cache = run_with_cache(model, x, names=["backbone.blocks.0.hook_resid_post", "hook_final"])
+        final = model.norm_f(cache["backbone.blocks.0.hook_resid_post"])
+        assert torch.allclose(cache["hook_final"], final, atol=1e-6)
+    assert torch.equal(model(x), base)
+
+
+def test_model_config_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        build_model(ModelConfig(arch="transformer", **{**SMALL, "n_heads": 5}))
+    with pytest.raises(ValueError, match="unknown arch 'rnn'; allowed: transformer, mlp"):
+        build_model(ModelConfig(arch="rnn", **SMALL))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        ModelConfig(**{**SMALL, "answer_tokens": (39, 40)})
+    model = build_model(ModelConfig(arch="transformer", **{**SMALL, "n_positions": 10}))
+    with pytest.raises(ValueError, match="exceeds the position table"):
+        model(Bijection().sample(1, gen()).inputs)
