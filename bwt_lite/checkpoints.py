@@ -226,7 +226,7 @@ def load_train_state(directory: Path) -> TrainState | None:
 
 
 def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch.device = "cpu",
-                   fresh: bool = False, log=print) -> tuple[WindTunnelModel, dict[str, Any]]:
+                   fresh: bool = False, ckpt_every: int = 500, log=print) -> tuple[WindTunnelModel, dict[str, Any]]:
     """Train ``preset`` into the cache, resuming from its last periodic state unless ``fresh``."""
     directory = checkpoint_dir(preset)
     if fresh:
@@ -238,7 +238,7 @@ def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch
         log(f"training {preset.name} for {preset.train.steps} steps "
             f"({'soft targets: exact posterior' if preset.train.target == 'soft' else 'sampled targets'})")
     model, state = fit(preset.tunnel, preset.model, preset.train, resume=resume,
-                       on_checkpoint=lambda s: save_train_state(directory, s),
+                       on_checkpoint=lambda s: save_train_state(directory, s), ckpt_every=ckpt_every,
                        progress=progress, device=device, desc=preset.name)
     meta = save_checkpoint(directory, preset, model, state)
     shutil.rmtree(directory / RESUME, ignore_errors=True)
@@ -246,10 +246,11 @@ def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch
 
 
 def load_or_train(preset: Preset, *, retrain: bool = False, progress: bool = True,
-                  device: str | torch.device = "cpu", log=print) -> tuple[WindTunnelModel, dict[str, Any]]:
+                  device: str | torch.device = "cpu", ckpt_every: int = 500, log=print) -> tuple[WindTunnelModel, dict[str, Any]]:
     """Load ``preset``'s verified checkpoint (cache, then shipped), else train it (resuming if possible)."""
     if not retrain:
         found = find_checkpoint(preset)
         if found is not None:
             return load_checkpoint(found, preset, device=device)
-    return train_and_save(preset, progress=progress, device=device, fresh=retrain, log=log)
+    return train_and_save(preset, progress=progress, device=device, fresh=retrain, ckpt_every=ckpt_every,
+                          log=log)

@@ -38,7 +38,7 @@ def _log(msg: str) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     preset = _preset(args)
     model, meta = train_and_save(preset, progress=_progress(args), device=args.device,
-                                 fresh=args.fresh, log=_log)
+                                 fresh=args.fresh, ckpt_every=args.ckpt_every, log=_log)
     last = meta["history"][-1] if meta["history"] else {}
     print(f"{preset.name}: {meta['train_steps']} steps in {meta['train_time_s']:.1f} s, "
           f"entropy MAE {last.get('entropy_mae_bits', float('nan')):.4f} bits "
@@ -120,6 +120,13 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run
+
+    print(json.dumps(run(train=args.train, target_bits=args.target), indent=None if args.json else 2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bwt", description="Bayesian wind tunnels: train, evaluate, inspect.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -139,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("train", help="train a preset into the cache (resumes an interrupted run)")
     model_args(sp)
     sp.add_argument("--fresh", action="store_true", help="ignore any saved partial run and start over")
+    sp.add_argument("--ckpt-every", type=int, default=500, help="steps between resumable checkpoints")
     sp.set_defaults(func=cmd_train)
 
     sp = sub.add_parser("eval", help="evaluate a preset on held-out episodes (trains it if missing)")
@@ -159,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(sp)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_info)
+
+    sp = sub.add_parser("bench", help="benchmarks on this machine (episodes/s, ms/step, time to target)")
+    sp.add_argument("--train", action="store_true", help="also train the lite transformer, timed to the target")
+    sp.add_argument("--target", type=float, default=0.02, help="entropy MAE target in bits")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_bench)
 
     sp = sub.add_parser("cache", help="where checkpoints are cached; list or clear them")
     sp.add_argument("action", choices=("path", "list", "clear"))

@@ -35,13 +35,13 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
 # clip 1.0, batch 256, 50k steps). Lite: sized to finish in minutes on 2 CPU cores.
 TRAIN: dict[tuple[str, str], TrainConfig] = {
     ("transformer", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
-                                          eval_every=1_000, ckpt_every=1_000),
+                                          eval_every=1_000),
     ("mlp", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
-                                  eval_every=1_000, ckpt_every=1_000),
+                                  eval_every=1_000),
     ("transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=1e-3, warmup_steps=200,
-                                         eval_every=250, ckpt_every=500),
+                                         eval_every=250),
     ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, warmup_steps=100,
-                                 eval_every=100, ckpt_every=500),
+                                 eval_every=100),
 }
 
 

@@ -1,0 +1,93 @@
+"""The `bwt` command line, end to end in subprocesses (a SIGKILLed training run resumes)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bwt_lite.cli import main
+from bwt_lite.presets import get_preset
+
+BWT = [sys.executable, "-m", "bwt_lite.cli"]
+
+
+def run(args, env=None, **kw):
+    return subprocess.run(BWT + args, capture_output=True, text=True, env={**os.environ, **(env or {})}, **kw)
+
+
+def test_episode_json_has_posterior_per_position(capsys):
+    assert main(["episode", "bijection", "--seed", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["tokens"]) == 37 and out["positions"] == list(range(0, 37, 2))
+    assert out["answer_tokens"] == list(range(20, 40))
+    assert len(out["posterior"]) == 19 and all(len(p) == 20 for p in out["posterior"])
+    revealed = {t - 20 for t in out["tokens"][1::2]}
+    last = out["posterior"][-1]
+    assert sum(last) == pytest.approx(1.0)
+    assert all(last[v] == 0.0 for v in revealed) and sorted(set(last)) == [0.0, 0.5]
+
+
+def test_episode_paired_variant(capsys):
+    assert main(["episode", "bijection", "--variant", "paired", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["variant"] == "paired" and len(out["tokens"]) == 39 and max(out["posterior"][-1]) == 1.0
+
+
+def test_info_json_reports_exact_parameter_count(capsys):
+    assert main(["info", "bijection", "transformer", "--scale", "paper", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"] == 2_677_440 and out["train"]["lr"] == 3e-4 and out["train"]["steps"] == 50_000
+    assert out["key"] == get_preset("bijection", "transformer", "paper").key()
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["info", "nope", "transformer"], "argument tunnel: invalid choice: 'nope'"),
+    (["info", "bijection", "rnn"], "argument arch: invalid choice: 'rnn'"),
+    (["info", "bijection", "mlp", "--scale", "huge"], "argument --scale: invalid choice: 'huge'"),
+    (["episode", "bijection", "--variant", "x"], "unknown variant 'x'; allowed: separate, paired, replacement"),
+])
+def test_bad_input_names_argument_and_choices(argv, fragment, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and fragment in capsys.readouterr().err
+
+
+def test_eval_json_fields_from_shipped_checkpoint(capsys):
+    assert main(["eval", "bijection", "mlp", "--episodes", "64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for k in ("tunnel", "arch", "scale", "params", "train_steps", "entropy_mae_bits", "kl_bits", "tv", "accuracy"):
+        assert k in out
+    assert len(out["per_position"]["h_model"]) == len(out["per_position"]["h_bayes"]) == 19
+
+
+def test_sigkill_during_training_resumes(isolated_cache):
+    args = ["train", "bijection", "transformer", "--steps", "60", "--ckpt-every", "10", "--no-progress"]
+    proc = subprocess.Popen(BWT + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "BWT_CACHE_DIR": str(isolated_cache)})
+    resume = None
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        found = list(Path(isolated_cache).glob("*/resume/step-*.json"))
+        if found and int(found[0].stem.split("-")[1]) >= 20:
+            resume = found[0]
+            break
+        time.sleep(0.05)
+    assert resume is not None, "no periodic checkpoint appeared"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    second = run(args, env={"BWT_CACHE_DIR": str(isolated_cache)}, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert "resuming bijection-transformer-lite from step" in second.stderr
+    assert "60 steps" in second.stdout
+    # the resumed run ends where an uninterrupted one does
+    third = run(args + ["--fresh"], env={"BWT_CACHE_DIR": str(isolated_cache / "other")}, timeout=300)
+    assert third.returncode == 0
+    from safetensors.torch import load_file
+    a = load_file(next(Path(isolated_cache).glob("bijection-*/model.safetensors")))
+    b = load_file(next(Path(isolated_cache / "other").glob("bijection-*/model.safetensors")))
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -1,0 +1,47 @@
+"""The lite checkpoints shipped with the package: present, small, verified, and as good as promised."""
+import math
+
+import pytest
+
+from bwt_lite.checkpoints import SHIPPED_DIR, find_checkpoint, load_checkpoint, load_or_train
+from bwt_lite.evaluate import evaluate
+from bwt_lite.presets import get_preset
+from bwt_lite.tunnels import make_tunnel
+
+SHIPPED = [get_preset("bijection", "transformer", "lite"),
+           get_preset("bijection", "transformer", "lite", target="soft"),
+           get_preset("bijection", "mlp", "lite")]
+
+
+@pytest.mark.parametrize("preset", SHIPPED, ids=lambda p: p.name)
+def test_shipped_checkpoint_is_found_verified_and_small(preset):
+    found = find_checkpoint(preset)
+    assert found is not None and found.parent == SHIPPED_DIR, f"{preset.name} is not shipped"
+    assert (found / "model.safetensors").stat().st_size < 5 * 2**20
+    model, meta = load_checkpoint(found, preset)
+    assert meta["train_steps"] == preset.train.steps and meta["target"] == preset.train.target
+
+
+def test_no_stray_shipped_checkpoints():
+    names = {p.name for p in SHIPPED}
+    for d in SHIPPED_DIR.iterdir():
+        assert d.name.rsplit("-", 1)[0] in names, f"{d.name} is not a current preset: remove or retrain it"
+
+
+def test_lite_transformer_reaches_target_on_held_out_episodes():
+    preset = SHIPPED[0]
+    model, _ = load_or_train(preset, progress=False)
+    res = evaluate(model, make_tunnel(**preset.tunnel), episodes=2048, seed=0)
+    print(f"lite transformer: entropy MAE {res.entropy_mae_bits:.4f} bits, KL {res.kl_bits:.4f} bits")
+    assert res.entropy_mae_bits <= 0.02
+    assert res.kl_bits <= 0.02
+
+
+def test_mlp_control_sits_on_the_plateau():
+    preset = SHIPPED[2]
+    tunnel = make_tunnel(**preset.tunnel)
+    model, _ = load_or_train(preset, progress=False)
+    res = evaluate(model, tunnel, episodes=2048, seed=0)
+    plateau = sum(math.log2(tunnel.V / (tunnel.V - t)) for t in range(tunnel.L)) / tunnel.L
+    assert plateau == pytest.approx(1.107, abs=5e-4)
+    assert abs(res.entropy_mae_bits - plateau) <= 0.02

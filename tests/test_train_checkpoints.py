@@ -1,0 +1,120 @@
+"""Trainer and checkpoint cache: schedule, target modes, exact resume, verification errors."""
+import json
+
+import pytest
+import torch
+
+from bwt_lite.checkpoints import (CheckpointError, checkpoint_dir, load_checkpoint, load_or_train,
+                                  load_train_state, save_train_state, train_and_save)
+from bwt_lite.presets import get_preset
+from bwt_lite.train import TrainConfig, fit, lr_at
+
+
+def tiny(arch="transformer", **kw):
+    base = dict(steps=12, batch_size=8, eval_every=4, eval_episodes=16, warmup_steps=3)
+    return get_preset("bijection", arch, "lite", **{**base, **kw})
+
+
+def test_lr_schedule_warmup_then_cosine_to_zero():
+    cfg = TrainConfig(steps=100, lr=1e-3, warmup_steps=10)
+    lrs = [lr_at(s, cfg) for s in range(100)]
+    assert lrs[0] == pytest.approx(1e-4) and lrs[9] == pytest.approx(1e-3)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))
+    assert lr_at(100, cfg) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_train_config_rejects_unknown_target():
+    with pytest.raises(ValueError, match="unknown target 'hard'; allowed: sampled, soft"):
+        TrainConfig(target="hard")
+
+
+def test_same_seed_same_model():
+    p = tiny()
+    m1, s1 = fit(p.tunnel, p.model, p.train, progress=False)
+    m2, s2 = fit(p.tunnel, p.model, p.train, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
+    assert [r["entropy_mae_bits"] for r in s1.history] == [r["entropy_mae_bits"] for r in s2.history]
+
+
+def test_interrupted_training_resumes_to_the_same_result(isolated_cache):
+    p = tiny()
+    full, _ = fit(p.tunnel, p.model, p.train, progress=False)
+
+    class Killed(Exception):
+        pass
+
+    directory = checkpoint_dir(p)
+
+    def save_then_die(state):
+        save_train_state(directory, state)
+        if state.step == 8:
+            raise Killed
+
+    with pytest.raises(Killed):
+        fit(p.tunnel, p.model, p.train, progress=False, on_checkpoint=save_then_die, ckpt_every=4)
+    assert load_train_state(directory).step == 8
+    logs = []
+    resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=logs.append)
+    assert "resuming" in logs[0] and "step 8" in logs[0]
+    assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), resumed.state_dict().values()))
+    assert [r["step"] for r in meta["history"]] == [4, 8, 12]
+    assert not (directory / "resume").exists()
+
+
+def test_load_or_train_caches_and_verifies(isolated_cache):
+    p = tiny(target="soft")
+    assert p.name == "bijection-transformer-lite-soft"
+    logs = []
+    m1, meta = load_or_train(p, progress=False, log=logs.append)
+    assert meta["target"] == "soft" and len(logs) == 1
+    m2, _ = load_or_train(p, progress=False, log=logs.append)
+    assert len(logs) == 1  # loaded, not retrained
+    assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
+
+
+@pytest.fixture
+def saved(isolated_cache):
+    p = tiny()
+    load_or_train(p, progress=False, log=lambda _: None)
+    return p, checkpoint_dir(p)
+
+
+def test_altered_weights_are_refused(saved):
+    p, d = saved
+    data = bytearray((d / "model.safetensors").read_bytes())
+    data[-5] ^= 0xFF
+    (d / "model.safetensors").write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="altered.*bwt cache clear"):
+        load_or_train(p, progress=False)
+
+
+def test_truncated_weights_are_refused(saved):
+    p, d = saved
+    data = (d / "model.safetensors").read_bytes()
+    (d / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="truncated"):
+        load_checkpoint(d, p)
+
+
+def test_checkpoint_of_another_model_is_refused(saved):
+    p, d = saved
+    with pytest.raises(CheckpointError, match="another configuration.*arch 'transformer'.*bijection-mlp-lite"):
+        load_checkpoint(d, tiny("mlp"))
+
+
+def test_edited_config_is_refused(saved):
+    p, d = saved
+    meta = json.loads((d / "checkpoint.json").read_text())
+    meta["preset"]["model"]["d_model"] = 32
+    (d / "checkpoint.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="altered: its key"):
+        load_checkpoint(d)
+
+
+def test_other_format_version_is_refused(saved):
+    p, d = saved
+    meta = json.loads((d / "checkpoint.json").read_text())
+    meta["format_version"] = 0
+    (d / "checkpoint.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="format 0"):
+        load_checkpoint(d, p)
