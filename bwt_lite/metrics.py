@@ -17,7 +17,7 @@ LN2 = math.log(2.0)
 def entropy_bits(p: Tensor, dim: int = -1) -> Tensor:
     """Shannon entropy of probability vectors along ``dim``, in bits (0 log 0 = 0)."""
     p = p.to(torch.float64)
-    return -(p * torch.log2(torch.where(p > 0, p, torch.ones_like(p)))).sum(dim)
+    return -(p * torch.log2(torch.where(p > 0, p, torch.ones_like(p)))).sum(dim) + 0.0  # no -0.0
 
 
 def log_probs_bits(logits: Tensor) -> Tensor:

@@ -1,0 +1,184 @@
+"""Matplotlib helpers for the chapters. They draw results and never compute science.
+
+Every function takes already-computed tensors (or arrays, or lists), draws one figure, and returns
+the :class:`matplotlib.figure.Figure`. A function that accepts ``ax`` draws into that axes instead
+and returns its figure, so panels can be combined. In a notebook, assign the result
+(``fig = plot_...(...)``): the inline backend shows the figure once at the end of the cell.
+
+Functions are self-contained (each one only needs this module's imports), so chapters can add
+their own without touching the others. Matplotlib only.
+
+Chapter 1 (bijection): :func:`plot_posterior_bars`, :func:`plot_entropy_staircase`,
+:func:`plot_posterior_heatmap`, :func:`plot_elimination_step`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+# Colours used across the chapters.
+BAYES_COLOR = "#1f77b4"  # the exact posterior
+FORMULA_COLOR = "#d62728"  # a closed-form reference
+ELIMINATED_COLOR = "#7f7f7f"  # hypotheses ruled out by the evidence
+MARGINAL_COLOR = "#ff7f0e"  # what a model that cannot look back can do
+
+
+def _as_numpy(x: Any) -> np.ndarray:
+    """A tensor (any device, any dtype), array or list as a float64 numpy array."""
+    if hasattr(x, "detach"):
+        x = x.detach().to("cpu").double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def plot_posterior_bars(
+    probs: Any,
+    *,
+    revealed: dict[int, int] | Sequence[int] | None = None,
+    answer: int | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Bar chart of one categorical posterior over the values ``0..V-1``.
+
+    ``revealed`` marks the eliminated values with a grey cross at zero: either a list of values or a
+    dict ``{value: key}`` (then the key that revealed the value is written above the cross).
+    ``answer`` outlines the true value.
+    """
+    p = _as_numpy(probs)
+    if p.ndim != 1:
+        raise ValueError(f"probs must be one vector of V probabilities, got shape {p.shape}")
+    V = p.shape[0]
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3))
+    x = np.arange(V)
+    ax.bar(x, p, color=BAYES_COLOR, width=0.8, label="posterior")
+    if answer is not None:
+        ax.bar([answer], [p[answer]], width=0.8, fill=False, edgecolor="black", lw=2, label="true value")
+    if revealed is not None:
+        by_value = revealed if isinstance(revealed, dict) else {int(v): None for v in revealed}
+        vals = sorted(by_value)
+        labelled = any(k is not None for k in by_value.values())
+        ax.scatter(vals, np.zeros(len(vals)), marker="x", color=ELIMINATED_COLOR, zorder=3, clip_on=False,
+                   label="eliminated (kN: by key N)" if labelled else "eliminated")
+        top = max(float(p.max()), 1e-9)
+        for v in vals:
+            if by_value[v] is not None:
+                ax.text(v, 0.04 * top, f"k{by_value[v]}", ha="center", va="bottom", rotation=90,
+                        fontsize=7, color=ELIMINATED_COLOR)
+    ax.set_xticks(x if V <= 30 else x[:: max(1, V // 10)])
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlim(-0.7, V - 0.3)
+    ax.set_ylim(0, max(float(p.max()) * 1.3, 0.05))
+    ax.set_xlabel("value")
+    ax.set_ylabel("probability")
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper center", ncol=3, fontsize=8, frameon=False)
+    return ax.figure
+
+
+def plot_entropy_staircase(
+    h_bayes: Any,
+    *,
+    formula: Any | None = None,
+    marginal: float | None = None,
+    current: int | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Bayes entropy (bits) against the key step ``t = 0..P-1``, drawn as a staircase.
+
+    ``formula``: a closed form to overlay (dashed). ``marginal``: a constant entropy (e.g. log2 V,
+    the uniform prediction) drawn as a line with the gap to the staircase shaded. ``current``: the
+    step to highlight.
+    """
+    h = _as_numpy(h_bayes)
+    if h.ndim != 1:
+        raise ValueError(f"h_bayes must be one entropy per step, got shape {h.shape}")
+    t = np.arange(h.shape[0])
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.step(t, h, where="mid", color=BAYES_COLOR, lw=2, label="exact posterior")
+    ax.plot(t, h, "o", color=BAYES_COLOR, ms=3)
+    if formula is not None:
+        ax.plot(t, _as_numpy(formula), "--", color=FORMULA_COLOR, lw=1.2, label=r"$\log_2(V - t)$")
+    if marginal is not None:
+        ax.axhline(marginal, color=MARGINAL_COLOR, lw=1.5, label="uniform over V")
+        ax.fill_between(t, h, marginal, step="mid", color=MARGINAL_COLOR, alpha=0.15, label="gap")
+    if current is not None:
+        ax.plot([current], [h[current]], "o", ms=10, mfc="none", mec="black", mew=2, label=f"step t = {current}")
+    ax.set_xlabel("key step t (pairs revealed so far)")
+    ax.set_ylabel("entropy (bits)")
+    ax.set_ylim(bottom=0)
+    ax.set_xticks(t if t.size <= 25 else t[:: max(1, t.size // 10)])
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    return ax.figure
+
+
+def plot_posterior_heatmap(
+    probs: Any,
+    *,
+    answers: Sequence[int] | Any | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The posterior at every step as an image: rows are steps ``t``, columns the values.
+
+    ``answers`` (one value per step) is marked with a white dot: it always lies in the support.
+    """
+    p = _as_numpy(probs)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be (steps, values), got shape {p.shape}")
+    P, V = p.shape
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4.2))
+    im = ax.imshow(p, aspect="auto", cmap="Blues", vmin=0, vmax=max(float(p.max()), 1e-9),
+                   interpolation="nearest")
+    if answers is not None:
+        a = _as_numpy(answers).astype(int)
+        ax.scatter(a, np.arange(P), s=14, color="white", edgecolor="black", lw=0.6, label="true value")
+        ax.legend(loc="lower left", fontsize=8, framealpha=0.9)
+    ax.set_xlabel("value")
+    ax.set_ylabel("key step t")
+    ax.set_xticks(np.arange(V) if V <= 30 else np.arange(0, V, max(1, V // 10)))
+    ax.set_yticks(np.arange(P) if P <= 30 else np.arange(0, P, max(1, P // 10)))
+    ax.tick_params(labelsize=7)
+    ax.figure.colorbar(im, ax=ax, label="probability")
+    if title:
+        ax.set_title(title)
+    return ax.figure
+
+
+def plot_elimination_step(
+    probs: Any,
+    h_bayes: Any,
+    keys: Sequence[int],
+    values: Sequence[int],
+    t: int,
+) -> Figure:
+    """Two panels for step ``t`` of one episode: the posterior over the values (eliminated values
+    marked with the key that revealed them) and the entropy staircase with step ``t`` highlighted.
+
+    ``probs`` is (P, V), ``h_bayes`` (P,), ``keys`` and ``values`` the key and the value at each step.
+    """
+    p = _as_numpy(probs)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be (steps, values), got shape {p.shape}")
+    if not 0 <= t < p.shape[0]:
+        raise ValueError(f"t must be in 0..{p.shape[0] - 1}, got {t}")
+    keys, values = [int(k) for k in keys], [int(v) for v in values]
+    fig, (ax_p, ax_h) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1.3, 1]})
+    revealed = {values[s]: keys[s] for s in range(t)}
+    plot_posterior_bars(p[t], revealed=revealed, answer=values[t], ax=ax_p,
+                        title=f"step t = {t}: posterior over the value of key {keys[t]}")
+    plot_entropy_staircase(h_bayes, current=t, ax=ax_h, title="Bayes entropy")
+    fig.tight_layout()
+    return fig
