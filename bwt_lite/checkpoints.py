@@ -69,6 +69,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; checkpoints are shared, not secret
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -10,6 +10,8 @@ their own without touching the others. Matplotlib only.
 
 Chapter 1 (bijection): :func:`plot_posterior_bars`, :func:`plot_entropy_staircase`,
 :func:`plot_posterior_heatmap`, :func:`plot_elimination_step`.
+Chapter 2 (learning the posterior): :func:`plot_entropy_calibration`,
+:func:`plot_prediction_vs_posterior`, :func:`plot_learning_curves`.
 """
 from __future__ import annotations
 
@@ -181,4 +183,63 @@ def plot_elimination_step(
                         title=f"step t = {t}: posterior over the value of key {keys[t]}")
     plot_entropy_staircase(h_bayes, current=t, ax=ax_h, title="Bayes entropy")
     fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------
+# Chapter 2: a transformer learns the posterior
+
+
+def plot_entropy_calibration(curves: dict[str, dict[str, Sequence[float]]], *, ax: Axes | None = None,
+                             title: str | None = None) -> Figure:
+    """Model vs Bayes entropy per prediction position (the paper's calibration figure).
+
+    ``curves`` maps a label to an ``EvalResult.per_position`` dict (``h_model``, ``h_bayes``); the
+    Bayes curve is drawn from the first entry.
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    first = next(iter(curves.values()))
+    t = np.arange(len(first["h_bayes"]))
+    ax.plot(t, _as_numpy(first["h_bayes"]), "--", color=BAYES_COLOR, lw=2.5, label="Bayes (exact)")
+    for label, pp in curves.items():
+        ax.plot(t, _as_numpy(pp["h_model"]), "o-", ms=4, lw=1, label=label)
+    ax.set_xlabel("prediction position t (pairs revealed)")
+    ax.set_ylabel("mean entropy (bits)")
+    ax.set_title(title or "Predictive entropy: model vs Bayes")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_prediction_vs_posterior(model_probs: Any, bayes_probs: Any, *, ax: Axes | None = None,
+                                 title: str = "") -> Figure:
+    """Bars of a model's predictive distribution beside the exact posterior at one position."""
+    q, p = _as_numpy(model_probs), _as_numpy(bayes_probs)
+    if q.shape != p.shape or q.ndim != 1:
+        raise ValueError(f"model_probs {q.shape} and bayes_probs {p.shape} must be 1-D of the same length")
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3))
+    x = np.arange(len(p))
+    ax.bar(x - 0.2, p, width=0.4, color=BAYES_COLOR, label="Bayes")
+    ax.bar(x + 0.2, q, width=0.4, color=MARGINAL_COLOR, label="model")
+    ax.set_xlabel("value")
+    ax.set_ylabel("probability")
+    ax.set_xticks(x)
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def plot_learning_curves(histories: dict[str, Sequence[dict[str, float]]], *, key: str = "entropy_mae_bits",
+                         target: float | None = None, ax: Axes | None = None) -> Figure:
+    """A held-out metric against training step for several runs (log scale)."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    for label, hist in histories.items():
+        ax.plot([r["step"] for r in hist], [r[key] for r in hist], "o-", ms=3, label=label)
+    if target is not None:
+        ax.axhline(target, color="k", ls=":", lw=1, label=f"{target} bits")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
     return fig

@@ -22,13 +22,13 @@ FORMAT_VERSION = 1  # bump when the meaning of a stored checkpoint changes
 TUNNEL_ARGS: dict[str, dict[str, Any]] = {"bijection": {"V": 20, "L": 19, "variant": "separate"}}
 
 # Backbone sizes. Paper: the production transformer (2,677,440 parameters on the bijection) and
-# the MLP control with 9 residual blocks (2,681,472). Lite: a 4-layer d = 64 transformer and an
-# MLP control with 6 blocks (1.5x the layers: an MLP block has 2/3 of a transformer block's weights).
+# the MLP control with 9 residual blocks (2,681,472). Lite: a 2-layer d = 128 transformer and an
+# MLP control with 3 blocks (1.5x the layers: an MLP block has 2/3 of a transformer block's weights).
 ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("transformer", "paper"): {"d_model": 192, "n_layers": 6, "n_heads": 6},
     ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
-    ("transformer", "lite"): {"d_model": 64, "n_layers": 4, "n_heads": 4},
-    ("mlp", "lite"): {"d_model": 64, "n_layers": 6, "n_heads": 4},
+    ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
+    ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
 }
 
 # Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
@@ -38,8 +38,8 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
                                           eval_every=1_000),
     ("mlp", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
                                   eval_every=1_000),
-    ("transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=1e-3, warmup_steps=200,
-                                         eval_every=250),
+    ("transformer", "lite"): TrainConfig(steps=10_000, batch_size=64, lr=2e-3, warmup_steps=200,
+                                         eval_every=500),
     ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, warmup_steps=100,
                                  eval_every=100),
 }

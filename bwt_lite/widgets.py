@@ -5,7 +5,7 @@ Every control is an ``ipywidgets.interactive``: it runs once when built, so an e
 (and the book built from it) shows its initial state; on Colab or in Jupyter it responds to the
 slider.
 
-Chapter 1: :func:`elimination_widget`.
+Chapter 1: :func:`elimination_widget`. Chapter 2: :func:`prediction_widget`.
 """
 from __future__ import annotations
 
@@ -71,3 +71,38 @@ def elimination_widget(
     slider = ipywidgets.IntSlider(value=t, min=0, max=n_steps - 1, step=1, description="step t",
                                   continuous_update=False)
     return ipywidgets.interactive(show, t=slider)
+
+
+def prediction_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, position: int = 0) -> ipywidgets.interactive:
+    """Step through one episode: the model's prediction beside the exact posterior, with both entropies.
+
+    Controls: the episode seed and the prediction position.
+    """
+    n = tunnel.positions.numel()
+    if not 0 <= position < n:
+        raise ValueError(f"position must be in 0..{n - 1}, got {position}")
+    device = next(model.parameters()).device
+    cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def episode(s: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if s not in cache:
+            ep = tunnel.sample(1, torch.Generator(device=device).manual_seed(s))
+            with torch.no_grad():
+                q = torch.softmax(model(ep.inputs, ep.positions).double(), -1)[0].cpu()
+            cache[s] = (ep.probs[0].cpu(), q)
+        return cache[s]
+
+    def show(seed: int, position: int) -> None:
+        p, q = episode(seed)
+        h_b, h_m = entropy_bits(p[position]).item(), entropy_bits(q[position]).item()
+        fig = plots.plot_prediction_vs_posterior(
+            q[position], p[position], title=f"position {position}: H_Bayes {h_b:.3f} bits, H_model {h_m:.3f} bits")
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
+    return ipywidgets.interactive(
+        show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
+        position=ipywidgets.IntSlider(value=position, min=0, max=n - 1, description="position",
+                                      continuous_update=False))

@@ -5,3 +5,20 @@ package's own answer, prints one line (a success line, or what is off and a hint
 bool. A wrong or unfinished answer never raises. Import the module of the chapter, e.g.
 ``from bwt_lite.exercises.bayes_by_hand import check_posterior``.
 """
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
+    """Run a student's function: ``(result, None)``, or ``(None, message)`` if it raised."""
+    try:
+        return fn(*args), None
+    except Exception as e:  # a student's unfinished code: report, never raise
+        return None, f"your function raised {type(e).__name__}: {e}"
+
+
+def report(ok: bool, message: str) -> bool:
+    """Print the one-line verdict and return ``ok``."""
+    print(("Correct! " if ok else "Not yet: ") + message)
+    return ok

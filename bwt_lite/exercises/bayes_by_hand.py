@@ -18,22 +18,12 @@ import torch
 
 from ..metrics import entropy_bits, entropy_mae
 from ..tunnels import make_tunnel
+from . import call as _call
+from . import report as _report
 
 PosteriorFn = Callable[[list, list, int, int], Any]
 
 _TOL = 1e-6  # float32 answers are accepted
-
-
-def _call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
-    try:
-        return fn(*args), None
-    except Exception as e:  # a student's unfinished code: report, never raise
-        return None, f"your function raised {type(e).__name__}: {e}"
-
-
-def _report(ok: bool, message: str) -> bool:
-    print(("Correct! " if ok else "Not yet: ") + message)
-    return ok
 
 
 def _as_vector(got: Any, n: int, what: str) -> tuple[torch.Tensor | None, str | None]:

@@ -12,18 +12,7 @@ from typing import Callable
 import torch
 
 from ..metrics import entropy_bits, entropy_mae, kl_bits
-
-
-def _call(fn: Callable, *args):
-    try:
-        return fn(*args), None
-    except Exception as e:  # a student's unfinished code: report, never raise
-        return None, f"Not yet: your function raised {type(e).__name__}: {e}"
-
-
-def _report(ok: bool, message: str) -> bool:
-    print(("Correct! " if ok else "Not yet: ") + message)
-    return ok
+from . import call, report
 
 
 def check_entropy_mae(fn: Callable[[torch.Tensor, torch.Tensor], float]) -> bool:
@@ -31,24 +20,23 @@ def check_entropy_mae(fn: Callable[[torch.Tensor, torch.Tensor], float]) -> bool
     g = torch.Generator().manual_seed(11)
     h_bayes = torch.rand(64, 7, generator=g, dtype=torch.float64) * 4
     h_model = h_bayes + 0.3 * torch.randn(64, 7, generator=g, dtype=torch.float64)
-    got, err = _call(fn, h_model, h_bayes)
+    got, err = call(fn, h_model, h_bayes)
     if err:
-        print(err)
-        return False
+        return report(False, err)
     if got is None:
-        return _report(False, "your function returned None; return a float")
+        return report(False, "your function returned None; return a float")
     got = float(got)
     want, _ = entropy_mae(h_model, h_bayes)
     means = (h_model.mean(0) - h_bayes.mean(0)).abs().mean().item()
     if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
-        return _report(True, f"canonical entropy MAE = {want:.4f} bits (the difference of means gives {means:.4f}).")
+        return report(True, f"canonical entropy MAE = {want:.4f} bits (the difference of means gives {means:.4f}).")
     if math.isclose(got, means, rel_tol=1e-9, abs_tol=1e-12):
-        return _report(False, "you averaged entropies over episodes before taking |difference|: that is the "
+        return report(False, "you averaged entropies over episodes before taking |difference|: that is the "
                               "'difference of means', which lets over- and under-confident episodes cancel. "
                               "Take |H_model - H_Bayes| per episode and position first, then average.")
     if math.isclose(got, (h_model - h_bayes).mean().item(), rel_tol=1e-9):
-        return _report(False, "you forgot the absolute value: signed errors cancel.")
-    return _report(False, f"expected {want:.6f} bits, got {got:.6f}.")
+        return report(False, "you forgot the absolute value: signed errors cancel.")
+    return report(False, f"expected {want:.6f} bits, got {got:.6f}.")
 
 
 def check_kl_bits(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> bool:
@@ -58,25 +46,24 @@ def check_kl_bits(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> b
     p[..., :2] = 0.0  # eliminated classes: 0 log 0 = 0
     p = p / p.sum(-1, keepdim=True)
     logits = torch.randn(16, 5, 6, generator=g)
-    got, err = _call(fn, p, logits)
+    got, err = call(fn, p, logits)
     if err:
-        print(err)
-        return False
+        return report(False, err)
     if not isinstance(got, torch.Tensor) or got.shape != p.shape[:-1]:
-        return _report(False, f"return a tensor of shape {tuple(p.shape[:-1])} (one KL per episode and position), "
+        return report(False, f"return a tensor of shape {tuple(p.shape[:-1])} (one KL per episode and position), "
                               f"got {type(got).__name__} {getattr(got, 'shape', '')}")
     got = got.to(torch.float64)
     want = kl_bits(p, logits)
     if torch.isnan(got).any():
-        return _report(False, "NaN in your result: terms with p = 0 must count as 0 (0 log 0 = 0).")
+        return report(False, "NaN in your result: terms with p = 0 must count as 0 (0 log 0 = 0).")
     if torch.allclose(got, want, atol=1e-6):
-        return _report(True, f"mean KL = {want.mean().item():.4f} bits.")
+        return report(True, f"mean KL = {want.mean().item():.4f} bits.")
     if torch.allclose(got, want * math.log(2), atol=1e-6):
-        return _report(False, "that is KL in nats; divide by ln 2 for bits.")
+        return report(False, "that is KL in nats; divide by ln 2 for bits.")
     q = torch.softmax(logits.double(), -1)
     if torch.allclose(got, (q * (q.log2() - torch.log2(p.clamp_min(1e-300)))).sum(-1), atol=1e-3):
-        return _report(False, "that is KL(model || Bayes); the metric is KL(Bayes || model).")
-    return _report(False, f"mean KL should be {want.mean().item():.4f} bits, yours is {got.mean().item():.4f}.")
+        return report(False, "that is KL(model || Bayes); the metric is KL(Bayes || model).")
+    return report(False, f"mean KL should be {want.mean().item():.4f} bits, yours is {got.mean().item():.4f}.")
 
 
 def check_leak_entropy(fn: Callable[[int, int, float], float]) -> bool:
@@ -84,19 +71,19 @@ def check_leak_entropy(fn: Callable[[int, int, float], float]) -> bool:
     allowed values with total mass 1 - eps, and puts eps uniformly on the eliminated values."""
     cases = [(2, 18, 0.005), (10, 10, 0.01), (19, 1, 0.001), (5, 15, 0.0)]
     for n_ok, n_bad, eps in cases:
-        got, err = _call(fn, n_ok, n_bad, eps)
+        got, err = call(fn, n_ok, n_bad, eps)
         if err:
             print(err)
             return False
         if got is None:
-            return _report(False, "your function returned None; return the entropy in bits")
+            return report(False, "your function returned None; return the entropy in bits")
         q = torch.tensor([(1 - eps) / n_ok] * n_ok + [eps / n_bad] * n_bad, dtype=torch.float64)
         want = entropy_bits(q).item()
         if not math.isclose(float(got), want, rel_tol=1e-9, abs_tol=1e-12):
             hint = " (is it in nats?)" if math.isclose(float(got), want * math.log(2), rel_tol=1e-6) else ""
-            return _report(False, f"for n_allowed={n_ok}, n_eliminated={n_bad}, eps={eps} the entropy is "
+            return report(False, f"for n_allowed={n_ok}, n_eliminated={n_bad}, eps={eps} the entropy is "
                                   f"{want:.5f} bits, you give {float(got):.5f}{hint}.")
     n_ok, n_bad, eps = cases[0]
     extra = entropy_bits(torch.tensor([(1 - eps) / n_ok] * n_ok + [eps / n_bad] * n_bad, dtype=torch.float64)).item() - math.log2(n_ok)
-    return _report(True, f"leaking {eps:.1%} of the mass onto {n_bad} eliminated values adds {extra:.4f} bits "
+    return report(True, f"leaking {eps:.1%} of the mass onto {n_bad} eliminated values adds {extra:.4f} bits "
                          f"to a {math.log2(n_ok):.0f}-bit posterior.")

@@ -1,4 +1,4 @@
-"""Chapter 1 plots and widget: smoke tests on the Agg backend (no kernel, no display)."""
+"""Plots and widgets of the chapters: smoke tests on the Agg backend (no kernel, no display)."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -112,3 +112,23 @@ def test_widget_same_seed_same_episode(capsys):
     first = capsys.readouterr().out
     elimination_widget(4, t=3)
     assert capsys.readouterr().out == first
+
+
+def test_chapter2_plots_and_prediction_widget():
+    from bwt_lite.evaluate import evaluate
+    from bwt_lite.models import ModelConfig, build_model
+    from bwt_lite.widgets import prediction_widget
+
+    tunnel = make_tunnel("bijection", V=6, L=5)
+    model = build_model(ModelConfig(d_model=16, n_layers=1, n_heads=2, vocab_size=12, n_positions=10,
+                                    answer_tokens=tuple(range(6, 12))))
+    res = evaluate(model, tunnel, episodes=8)
+    assert isinstance(plots.plot_entropy_calibration({"m": res.per_position}), Figure)
+    assert isinstance(plots.plot_learning_curves({"a": [{"step": 1, "entropy_mae_bits": 0.5}]}, target=0.1), Figure)
+    with pytest.raises(ValueError):
+        plots.plot_prediction_vs_posterior([0.5, 0.5], [1.0])
+    w = prediction_widget(model, tunnel, seed=3)
+    w.children[1].value = 4
+    with pytest.raises(ValueError):
+        prediction_widget(model, tunnel, position=9)
+    plt.close("all")
