@@ -88,7 +88,7 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     if variant is not None:
         targs["variant"] = variant
     t = make_tunnel(**targs)
-    model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_positions=t.seq_len + 1,
+    model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=t.seq_len + 1,
                         answer_tokens=t.answer_tokens, n_outputs=0 if t.answer_tokens else t.n_classes,
                         **ARCH_SIZES[(arch, scale)])
     train = TRAIN[(arch, scale)]

@@ -34,6 +34,7 @@ class TrainConfig:
     warmup_steps: int = 2_000  # linear warmup from 0, then cosine to min_lr_ratio * lr
     min_lr_ratio: float = 0.0  # floor of the cosine, as a fraction of lr
     grad_clip: float = 1.0  # max global gradient norm
+    value_lr_mult: float = 1.0  # lr multiplier on attention value projections (Paper II two-timescale)
     target: str = "sampled"  # "sampled" answer or "soft" exact posterior
     seed: int = 0  # model init and the training episode stream
     eval_every: int = 1_000  # steps between evaluations during training
@@ -77,10 +78,14 @@ def loss_fn(logits: torch.Tensor, episodes: Episodes, target: str) -> torch.Tens
 
 
 def make_optimizer(model: WindTunnelModel, cfg: TrainConfig) -> torch.optim.AdamW:
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr)
+    """AdamW; weight decay on matrices and embeddings only; value projections at ``value_lr_mult``."""
+    groups: dict[tuple[float, float], list[torch.nn.Parameter]] = {}
+    for name, p in model.named_parameters():
+        wd = cfg.weight_decay if p.dim() >= 2 else 0.0
+        mult = cfg.value_lr_mult if name.endswith("attn.v.weight") else 1.0
+        groups.setdefault((wd, mult), []).append(p)
+    return torch.optim.AdamW([{"params": ps, "weight_decay": wd, "lr_mult": mult}
+                              for (wd, mult), ps in groups.items()], lr=cfg.lr)
 
 
 def init_model(model_cfg: Any, seed: int) -> WindTunnelModel:
@@ -135,8 +140,9 @@ def fit(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        lr = lr_at(step, cfg)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
+            group["lr"] = lr * group["lr_mult"]
         opt.step()
         loss_sum, loss_n = loss_sum + loss.item(), loss_n + 1
         done = step + 1

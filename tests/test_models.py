@@ -114,3 +114,15 @@ def test_model_config_errors():
     model = build_model(ModelConfig(arch="transformer", **{**SMALL, "n_positions": 10}))
     with pytest.raises(ValueError, match="exceeds the position table"):
         model(Bijection().sample(1, gen()).inputs)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_feature_adapter(arch):
+    cfg = ModelConfig(arch=arch, d_model=32, n_layers=2, n_heads=4, vocab_size=0, n_features=5,
+                      n_positions=12, n_outputs=3)
+    model = build_model(cfg)
+    assert model(torch.randn(2, 12, 5), torch.arange(0, 12, 3)).shape == (2, 4, 3)
+    with pytest.raises(ValueError, match=r"shape \(B, T, 5\)"):
+        model(torch.randn(2, 12, 4))
+    with pytest.raises(ValueError, match="tied head"):
+        ModelConfig(arch=arch, vocab_size=10, n_features=5, answer_tokens=(1, 2))

@@ -118,3 +118,17 @@ def test_other_format_version_is_refused(saved):
     (d / "checkpoint.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="format 0"):
         load_checkpoint(d, p)
+
+
+def test_value_lr_multiplier_groups():
+    from bwt_lite.train import make_optimizer
+    from bwt_lite.models import build_model
+    p = tiny(value_lr_mult=10.0)
+    model = build_model(p.model)
+    opt = make_optimizer(model, p.train)
+    v_ids = {id(m.attn.v.weight) for m in model.backbone.blocks}
+    for g in opt.param_groups:
+        is_v = {id(q) for q in g["params"]} <= v_ids
+        assert g["lr_mult"] == (10.0 if is_v else 1.0)
+        assert g["weight_decay"] == (0.0 if all(q.dim() < 2 for q in g["params"]) else p.train.weight_decay)
+    assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))

@@ -12,13 +12,16 @@ class ModelConfig:
     n_layers: int = 6  # blocks (attention blocks; residual MLP blocks for the MLP control)
     n_heads: int = 6  # attention heads (transformer only); head dim = d_model / n_heads
     mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * d_model
-    vocab_size: int = 40  # input token vocabulary
+    vocab_size: int = 40  # input token vocabulary (ignored when n_features > 0)
+    n_features: int = 0  # float input features per position (0: token inputs)
     n_positions: int = 38  # rows of the learned position table (>= sequence length)
     answer_tokens: tuple[int, ...] | None = None  # tied head over these token ids; None: linear head
     n_outputs: int = 0  # outputs of a linear head (used when answer_tokens is None)
     norm_eps: float = 1e-5  # RMSNorm / LayerNorm epsilon
 
     def __post_init__(self) -> None:
+        if self.answer_tokens is not None and self.n_features > 0:
+            raise ValueError("a tied head (answer_tokens) needs token inputs; float-feature models use n_outputs")
         if self.answer_tokens is not None:
             object.__setattr__(self, "answer_tokens", tuple(int(t) for t in self.answer_tokens))
             bad = [t for t in self.answer_tokens if not 0 <= t < self.vocab_size]

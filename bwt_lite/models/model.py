@@ -33,11 +33,28 @@ class TokenAdapter(nn.Module):
         return self.tok(tokens) + self.pos(torch.arange(T, device=tokens.device))
 
 
+class FeatureAdapter(nn.Module):
+    """Float inputs (B, T, F) -> (B, T, d): a linear map plus the learned position embedding."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.proj = nn.Linear(cfg.n_features, cfg.d_model)
+        self.pos = nn.Embedding(cfg.n_positions, cfg.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[-1] != self.proj.in_features:
+            raise ValueError(f"features must have shape (B, T, {self.proj.in_features}), got {tuple(x.shape)}")
+        T = x.shape[1]
+        if T > self.pos.num_embeddings:
+            raise ValueError(f"sequence length {T} exceeds the position table ({self.pos.num_embeddings} rows)")
+        return self.proj(x.to(self.proj.weight.dtype)) + self.pos(torch.arange(T, device=x.device))
+
+
 class WindTunnelModel(nn.Module):
     def __init__(self, cfg: ModelConfig, backbone: nn.Module):
         super().__init__()
         self.cfg = cfg
-        self.embed = TokenAdapter(cfg)
+        self.embed = FeatureAdapter(cfg) if cfg.n_features > 0 else TokenAdapter(cfg)
         self.hook_embed = HookPoint()  # (B, T, d)
         self.backbone = backbone
         self.norm_f = RMSNorm(cfg.d_model, cfg.norm_eps)

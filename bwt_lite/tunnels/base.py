@@ -59,6 +59,7 @@ class Tunnel:
     # Filled in by subclasses' __init__:
     seq_len: int  # T, tokens per episode
     vocab_size: int  # input vocabulary (0 for float-feature tunnels)
+    n_features: int = 0  # float features per position (0 for token tunnels)
     n_classes: int  # C, answer classes (1 for Gaussian tunnels)
     answer_tokens: tuple[int, ...] | None  # token id of each answer class, or None (no tied head)
     positions: Tensor  # (P,)
