@@ -32,15 +32,18 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
 }
 
 # Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
-# clip 1.0, batch 256, 50k steps). Lite: sized to finish in minutes on 2 CPU cores.
+# clip 1.0, batch 256, 50k steps). Lite: sized to finish in minutes on 2 CPU cores, with weight decay
+# 0.01: with sampled targets the entropy MAE stalls at a floor set by weight decay against the small,
+# noisy gradient that removes probability leaked onto eliminated values (0.1 stalls near 0.024 bits
+# at this size; 0.01 reaches 0.014 in the same 10k steps).
 TRAIN: dict[tuple[str, str], TrainConfig] = {
     ("transformer", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
                                           eval_every=1_000),
     ("mlp", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
                                   eval_every=1_000),
-    ("transformer", "lite"): TrainConfig(steps=10_000, batch_size=64, lr=2e-3, warmup_steps=200,
-                                         eval_every=500),
-    ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, warmup_steps=100,
+    ("transformer", "lite"): TrainConfig(steps=10_000, batch_size=64, lr=2e-3, weight_decay=0.01,
+                                         warmup_steps=200, eval_every=500),
+    ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
                                  eval_every=100),
 }
 
