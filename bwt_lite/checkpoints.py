@@ -227,9 +227,10 @@ def load_train_state(directory: Path) -> TrainState | None:
 
 
 def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch.device = "cpu",
-                   fresh: bool = False, ckpt_every: int = 500, log=print) -> tuple[WindTunnelModel, dict[str, Any]]:
-    """Train ``preset`` into the cache, resuming from its last periodic state unless ``fresh``."""
-    directory = checkpoint_dir(preset)
+                   fresh: bool = False, ckpt_every: int = 500, log=print,
+                   root: Path | None = None) -> tuple[WindTunnelModel, dict[str, Any]]:
+    """Train ``preset`` into the cache (or ``root``), resuming from its last periodic state unless ``fresh``."""
+    directory = checkpoint_dir(preset, root)
     if fresh:
         shutil.rmtree(directory / RESUME, ignore_errors=True)
     resume = load_train_state(directory)

@@ -11,7 +11,7 @@ import torch
 
 from .checkpoints import CheckpointError, cache_dir, checkpoint_dir, find_checkpoint, load_or_train, train_and_save
 from .evaluate import evaluate
-from .metrics import entropy_bits
+from .metrics import entropy_bits, gaussian_entropy_bits
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import SCALES, Preset, get_preset
@@ -46,49 +46,73 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def eval_tunnel(preset: Preset, length: int | None = None):
+    """The preset's tunnel, optionally at another episode length (length generalisation)."""
+    args = dict(preset.tunnel)
+    if length is not None:
+        name = args["tunnel"]
+        arg = TUNNELS[name].length_arg
+        if arg is None:
+            raise ValueError(f"--length is not supported by tunnel {name!r}")
+        args[arg] = length
+    return make_tunnel(**args)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     preset = _preset(args)
+    tunnel = eval_tunnel(preset, args.length)
     model, meta = load_or_train(preset, progress=_progress(args), device=args.device, log=_log)
-    res = evaluate(model, make_tunnel(**preset.tunnel), episodes=args.episodes, seed=args.seed_eval)
+    res = evaluate(model, tunnel, episodes=args.episodes, seed=args.seed_eval)
     paper = paper_value(preset.tunnel["tunnel"], preset.model.arch)
     out = {
         "tunnel": preset.tunnel["tunnel"], "arch": preset.model.arch, "scale": preset.scale,
         "variant": preset.tunnel.get("variant"), "target": preset.train.target,
         "params": model.n_params, "train_steps": meta["train_steps"], "eval_seed": args.seed_eval,
+        "eval_tunnel": tunnel.config(),
         **res.to_dict(), "paper_value": paper.value if paper else None,
     }
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{preset.name} ({out['params']:,} parameters, {out['train_steps']} steps, {preset.train.target} targets)")
-        print(f"  entropy MAE {res.entropy_mae_bits:.4f} bits | KL {res.kl_bits:.4f} bits | TV {res.tv:.4f} | "
-              f"accuracy {res.accuracy:.3f}  ({res.episodes} held-out episodes)")
+        print(f"  on {tunnel!r}, {res.episodes} held-out episodes:")
+        extra = "" if res.tv is None else f" | TV {res.tv:.4f}"
+        extra += "" if res.accuracy is None else f" | accuracy {res.accuracy:.3f}"
+        print(f"  entropy MAE {res.entropy_mae_bits:.4f} bits | KL {res.kl_bits:.4f} bits{extra}")
         if paper:
             print(f"  paper: {paper.value} {paper.unit} ({paper.source}; {paper.note})")
     return 0
 
 
+def episode_json(tunnel, seed: int) -> dict[str, Any]:
+    """One sampled episode with its exact answer at every prediction position, as plain JSON."""
+    ep = tunnel.sample(1, torch.Generator().manual_seed(seed))
+    out: dict[str, Any] = {**tunnel.config(), "seed": seed, "positions": ep.positions.tolist(),
+                           "target": ep.target[0].tolist()}
+    if ep.probs is None:  # Gaussian tunnel: float inputs, exact predictive mean and variance
+        x, y = tunnel.split_inputs(ep)
+        out.update({"x": x[0].tolist(), "y": y[0].tolist(), "inputs": ep.inputs[0].tolist(),
+                    "mean": ep.mean[0].tolist(), "var": ep.var[0].tolist(),
+                    "entropy_bits": gaussian_entropy_bits(ep.var[0]).tolist()})
+    else:
+        out.update({"tokens": ep.inputs[0].tolist(),
+                    "answer_tokens": list(tunnel.answer_tokens) if tunnel.answer_tokens is not None else None,
+                    "posterior": ep.probs[0].tolist(), "entropy_bits": entropy_bits(ep.probs[0]).tolist()})
+    return out
+
+
 def cmd_episode(args: argparse.Namespace) -> int:
     kwargs = {} if args.variant is None else {"variant": args.variant}
     tunnel = make_tunnel(args.tunnel, **kwargs)
-    ep = tunnel.sample(1, torch.Generator().manual_seed(args.seed))
-    out = {
-        **tunnel.config(),
-        "seed": args.seed,
-        "tokens": ep.inputs[0].tolist(),
-        "positions": ep.positions.tolist(),
-        "answer_tokens": list(tunnel.answer_tokens) if tunnel.answer_tokens is not None else None,
-        "target": ep.target[0].tolist(),
-        "posterior": ep.probs[0].tolist(),
-        "entropy_bits": entropy_bits(ep.probs[0]).tolist(),
-    }
+    out = episode_json(tunnel, args.seed)
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{tunnel!r}, seed {args.seed}")
-        print("tokens:", out["tokens"])
+        print("tokens:" if "tokens" in out else "inputs:", out.get("tokens", out.get("inputs")))
         for pos, ans, h in zip(out["positions"], out["target"], out["entropy_bits"]):
-            print(f"  position {pos:3d}: answer class {ans:3d}, Bayes entropy {h:.4f} bits")
+            print(f"  position {pos:3d}: answer {ans:8.3f}" if isinstance(ans, float) else
+                  f"  position {pos:3d}: answer class {ans:3d}", f"Bayes entropy {h:.4f} bits")
     return 0
 
 
@@ -120,6 +144,26 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ship(args: argparse.Namespace) -> int:
+    """Train the shipped lite checkpoints that are missing into the package's data folder."""
+    from .checkpoints import SHIPPED_DIR
+    from .presets import shipped_presets
+
+    for preset in shipped_presets():
+        if args.only and preset.name not in args.only:
+            continue
+        target = checkpoint_dir(preset, SHIPPED_DIR)
+        if (target / "checkpoint.json").exists() and not args.retrain:
+            print(f"{preset.name}: shipped ({target.name})")
+            continue
+        _, meta = train_and_save(preset, progress=_progress(args), device=args.device, fresh=args.retrain,
+                                 log=_log, root=SHIPPED_DIR)
+        last = meta["history"][-1]
+        print(f"{preset.name}: trained in {meta['train_time_s']:.0f} s, entropy MAE "
+              f"{last['entropy_mae_bits']:.4f} bits, KL {last['kl_bits']:.4f} bits ({target.name})")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run
 
@@ -135,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("tunnel", choices=sorted(TUNNELS))
         sp.add_argument("arch", choices=ARCHS)
         sp.add_argument("--scale", choices=SCALES, default="lite")
-        sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement)")
+        sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; recall: default, mqar)")
         sp.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
         sp.add_argument("--seed", type=int, default=None, help=seed_help)
         sp.add_argument("--target", choices=TARGET_MODES, default=None,
@@ -153,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(sp, seed_help="training seed of the preset to evaluate")
     sp.add_argument("--episodes", type=int, default=2048)
     sp.add_argument("--eval-seed", dest="seed_eval", type=int, default=0, help="seed of the held-out episodes")
+    sp.add_argument("--length", type=int, default=None,
+                    help="evaluate at another episode length (hmm: K, bijection/recall: L, regression: N)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)
 
@@ -173,6 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", type=float, default=0.02, help="entropy MAE target in bits")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_bench)
+
+    sp = sub.add_parser("ship", help="train the lite checkpoints shipped with the package (maintainers)")
+    sp.add_argument("--only", nargs="*", default=None, help="preset names, e.g. hmm-transformer-lite")
+    sp.add_argument("--retrain", action="store_true", help="retrain even if shipped")
+    sp.add_argument("--device", default="cpu")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sp.set_defaults(func=cmd_ship)
 
     sp = sub.add_parser("cache", help="where checkpoints are cached; list or clear them")
     sp.add_argument("action", choices=("path", "list", "clear"))

@@ -18,8 +18,15 @@ from .validation import check_choice
 SCALES = ("lite", "paper")
 FORMAT_VERSION = 1  # bump when the meaning of a stored checkpoint changes
 
-# Tunnel arguments per scale (the task itself is the paper's at both scales).
-TUNNEL_ARGS: dict[str, dict[str, Any]] = {"bijection": {"V": 20, "L": 19, "variant": "separate"}}
+# Tunnel arguments (the task itself is the same at both scales).
+TUNNEL_ARGS: dict[str, dict[str, Any]] = {
+    "bijection": {"V": 20, "L": 19, "variant": "separate"},
+    "hmm": {"S": 5, "O": 5, "K": 20, "variant": "default"},
+    "recall": {"V": 16, "L": 32, "variant": "default"},
+    "regression": {"d": 4, "N": 16, "tau": 1.0, "sigma": 0.5, "variant": "default"},
+}
+# Longest episode a model is evaluated on (length generalisation): its position table covers it.
+EVAL_LENGTH: dict[str, int] = {"hmm": 50}
 
 # Backbone sizes. Paper: the production transformer (2,677,440 parameters on the bijection) and
 # the MLP control with 9 residual blocks (2,681,472). Lite: a 2-layer d = 128 transformer and an
@@ -29,6 +36,11 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
     ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
     ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
+}
+# Per-tunnel sizes where a tunnel's paper model differs from the defaults above.
+TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
+    ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
+    ("hmm", "transformer", "lite"): {"d_model": 96, "n_layers": 4, "n_heads": 6},
 }
 
 # Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
@@ -45,6 +57,15 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
                                          warmup_steps=200, eval_every=500),
     ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
                                  eval_every=100),
+}
+# Per-tunnel recipes where a tunnel's differs from the defaults above.
+# The HMM trains on soft targets (the exact filtering posterior), as the authors' HMM recipe did.
+TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
+    ("hmm", "transformer", "paper"): replace(TRAIN[("transformer", "paper")], target="soft"),
+    ("hmm", "mlp", "paper"): replace(TRAIN[("mlp", "paper")], target="soft"),
+    ("hmm", "transformer", "lite"): TrainConfig(steps=3_000, batch_size=32, lr=2e-3, weight_decay=0.01,
+                                                warmup_steps=200, eval_every=250, target="soft"),
+    ("hmm", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], target="soft"),
 }
 
 
@@ -91,10 +112,29 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     if variant is not None:
         targs["variant"] = variant
     t = make_tunnel(**targs)
-    model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=t.seq_len + 1,
-                        answer_tokens=t.answer_tokens, n_outputs=0 if t.answer_tokens else t.n_classes,
-                        **ARCH_SIZES[(arch, scale)])
-    train = TRAIN[(arch, scale)]
+    n_positions = t.seq_len + 1
+    if tunnel in EVAL_LENGTH:  # learned rows past the training length stay untrained, as in the paper
+        longest = make_tunnel(**{**targs, TUNNELS[tunnel].length_arg: EVAL_LENGTH[tunnel]})
+        n_positions = max(n_positions, longest.seq_len)
+    n_outputs = 0 if t.answer_tokens else (2 if t.kind == "gaussian" else t.n_classes)  # Gaussian: mean, log-var
+    sizes = TUNNEL_ARCH_SIZES.get((tunnel, arch, scale), ARCH_SIZES[(arch, scale)])
+    model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=n_positions,
+                        answer_tokens=t.answer_tokens, n_outputs=n_outputs, **sizes)
+    train = TUNNEL_TRAIN.get((tunnel, arch, scale), TRAIN[(arch, scale)])
     if train_overrides:
         train = replace(train, **train_overrides)
     return Preset(scale=scale, tunnel=t.config(), model=model, train=train)
+
+
+# The lite checkpoints shipped with the package (bwt_lite/data/checkpoints), so the book and the tests
+# never retrain them: (tunnel, arch, training overrides). `bwt ship` trains whichever are missing.
+SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("bijection", "transformer", {}),
+    ("bijection", "transformer", {"target": "soft"}),
+    ("bijection", "mlp", {}),
+)
+
+
+def shipped_presets() -> list[Preset]:
+    """The presets whose lite checkpoints ship with the package."""
+    return [get_preset(tunnel, arch, "lite", **overrides) for tunnel, arch, overrides in SHIPPED]

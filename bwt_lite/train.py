@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .evaluate import EVAL_SEED_BASE, evaluate
+from .metrics import gaussian_nll
 from .models import WindTunnelModel, build_model
 from .tunnels import Episodes, Tunnel, make_tunnel
 from .validation import check_choice
@@ -69,11 +70,22 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def loss_fn(logits: torch.Tensor, episodes: Episodes, target: str) -> torch.Tensor:
-    """Cross-entropy (nats) against the sampled answer or the exact posterior."""
+def loss_fn(out: torch.Tensor, episodes: Episodes, target: str) -> torch.Tensor:
+    """Training loss in nats against the sampled answer or the exact posterior (``target``).
+
+    Categorical tunnels: cross-entropy over the answer classes. Gaussian tunnels (``out`` holds the
+    predicted mean and log-variance): Gaussian NLL of the sampled value, or its expectation under the
+    exact predictive N(mean, var) for soft targets (same optimum, no sampling noise).
+    """
+    if episodes.probs is None:  # Gaussian head
+        mean_q, log_var = out[..., 0], out[..., 1]
+        if target == "sampled":
+            return gaussian_nll(mean_q, log_var, episodes.target.to(out.dtype))
+        sq = episodes.var.to(out.dtype) + (episodes.mean.to(out.dtype) - mean_q) ** 2  # E[(y - mean_q)^2]
+        return 0.5 * (log_var + sq * torch.exp(-log_var) + math.log(2 * math.pi)).mean()
     if target == "sampled":
-        return F.cross_entropy(logits.flatten(0, 1), episodes.target.flatten())
-    logq = torch.log_softmax(logits, dim=-1)
+        return F.cross_entropy(out.flatten(0, 1), episodes.target.flatten())
+    logq = torch.log_softmax(out, dim=-1)
     return -(episodes.probs.to(logq.dtype) * logq).sum(-1).mean()
 
 

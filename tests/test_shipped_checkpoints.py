@@ -3,14 +3,12 @@ import math
 
 import pytest
 
-from bwt_lite.checkpoints import SHIPPED_DIR, find_checkpoint, load_checkpoint, load_or_train
+from bwt_lite.checkpoints import SHIPPED_DIR, checkpoint_dir, find_checkpoint, load_checkpoint, load_or_train
 from bwt_lite.evaluate import evaluate
-from bwt_lite.presets import get_preset
+from bwt_lite.presets import get_preset, shipped_presets
 from bwt_lite.tunnels import make_tunnel
 
-SHIPPED = [get_preset("bijection", "transformer", "lite"),
-           get_preset("bijection", "transformer", "lite", target="soft"),
-           get_preset("bijection", "mlp", "lite")]
+SHIPPED = shipped_presets()
 
 
 @pytest.mark.parametrize("preset", SHIPPED, ids=lambda p: p.name)
@@ -23,13 +21,13 @@ def test_shipped_checkpoint_is_found_verified_and_small(preset):
 
 
 def test_no_stray_shipped_checkpoints():
-    names = {p.name for p in SHIPPED}
+    expected = {checkpoint_dir(p, SHIPPED_DIR).name for p in SHIPPED}
     for d in SHIPPED_DIR.iterdir():
-        assert d.name.rsplit("-", 1)[0] in names, f"{d.name} is not a current preset: remove or retrain it"
+        assert d.name in expected, f"{d.name} is not a current preset's checkpoint: remove it (`bwt ship` trains current ones)"
 
 
 def test_lite_transformer_reaches_target_on_held_out_episodes():
-    preset = SHIPPED[0]
+    preset = get_preset("bijection", "transformer", "lite")
     model, _ = load_or_train(preset, progress=False)
     res = evaluate(model, make_tunnel(**preset.tunnel), episodes=2048, seed=0)
     print(f"lite transformer: entropy MAE {res.entropy_mae_bits:.4f} bits, KL {res.kl_bits:.4f} bits")
@@ -38,7 +36,7 @@ def test_lite_transformer_reaches_target_on_held_out_episodes():
 
 
 def test_mlp_control_sits_on_the_plateau():
-    preset = SHIPPED[2]
+    preset = get_preset("bijection", "mlp", "lite")
     tunnel = make_tunnel(**preset.tunnel)
     model, _ = load_or_train(preset, progress=False)
     res = evaluate(model, tunnel, episodes=2048, seed=0)

@@ -6,8 +6,11 @@ from typing import Any
 from ..validation import check_choice
 from .base import Episodes, Tunnel
 from .bijection import Bijection
+from .hmm import HMM
+from .recall import Recall
+from .regression import Regression
 
-TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection}
+TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection, "hmm": HMM, "recall": Recall, "regression": Regression}
 
 
 def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
@@ -19,4 +22,4 @@ def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
     return TUNNELS[tunnel](**kwargs)
 
 
-__all__ = ["Episodes", "Tunnel", "Bijection", "TUNNELS", "make_tunnel"]
+__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "TUNNELS", "make_tunnel"]

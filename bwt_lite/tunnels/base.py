@@ -55,6 +55,8 @@ class Tunnel:
     name: ClassVar[str]
     kind: ClassVar[str] = "categorical"  # "categorical" or "gaussian"
     variants: ClassVar[tuple[str, ...]] = ("default",)
+    length_arg: ClassVar[str | None] = None  # constructor argument that sets the episode length (eval --length)
+    accuracy_on: ClassVar[str] = "all"  # "all" positions, or "certain": where Bayes is a point mass (recall)
 
     # Filled in by subclasses' __init__:
     seq_len: int  # T, tokens per episode

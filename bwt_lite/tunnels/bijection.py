@@ -25,6 +25,7 @@ from .base import Episodes, Tunnel
 class Bijection(Tunnel):
     name = "bijection"
     variants = ("separate", "paired", "replacement")
+    length_arg = "L"
 
     def __init__(self, V: int = 20, L: int = 19, variant: str = "separate"):
         self.V = check_int("V", V, 2, "at least two values")

@@ -1,0 +1,305 @@
+"""HMM filtering (belief transport), spec 1.3.
+
+A fresh hidden Markov model per episode: S hidden states, O symbols. Each row of the transition matrix
+T (S x S) and of the emission matrix E (S x O) is drawn from Dirichlet(1), floored at 0.05 and
+renormalised, then discretised to exact hundredths: every entry is an integer number of hundredths
+>= 5 and every row sums to exactly 100 hundredths (see :func:`round_to_hundredths`). The initial state
+distribution is uniform, fixed, and not in the context. Hidden states s_0..s_{K-1} follow the chain
+(s_0 uniform) and each emits a symbol o_t ~ E[s_t].
+
+T and E are given in the context, so the model filters with known parameters. Token layout (the
+authors' tokenizer; vocabulary 100 + O, 105 for O = 5):
+
+- ids 0..95: probabilities 0.05..1.00 (id = hundredths - 5);
+- 96 TRANS, 97 EMIT, 98 SEP, 99 OBS; 100..100+O-1 the symbols.
+
+``[TRANS, T row-major (S*S), EMIT, E row-major (S*O), SEP, OBS, o_0, OBS, o_1, ..., OBS, o_{K-1}]``:
+a header of 3 + S*S + S*O tokens (53 for S = O = 5), then K (OBS, symbol) pairs; length header + 2K.
+
+The prediction positions are the K symbol tokens. At symbol t the exact answer is the filtering
+posterior p(s_t | o_0..o_t) over the S hidden states (:func:`forward_filter`, log space, float64); the
+states are not tokens (``answer_tokens`` is None: the model reads them out with a linear head). The
+target is the sampled hidden state s_t. :meth:`HMM.decode` recovers (T, E, obs) from the tokens.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..validation import check_choice, check_int
+from .base import Episodes, Tunnel
+
+FLOOR_HUNDREDTHS = 5  # every probability is at least 0.05
+MAX_DIM = 20  # S, O <= 20 so that a row of S (or O) floors of 0.05 fits in 1.00
+ROW_TOL = 1e-9  # tolerance of forward_filter's row-sum check
+
+
+def _check_dim(name: str, value: Any) -> int:
+    check_int(name, value, 2, f"2 <= {name} <= {MAX_DIM}")
+    if value > MAX_DIM:
+        raise ValueError(
+            f"{name} must be <= {MAX_DIM} (2 <= {name} <= {MAX_DIM}: a row of floors of 0.05 must fit "
+            f"in 1.00), got {value}"
+        )
+    return value
+
+
+def round_to_hundredths(p: Tensor) -> Tensor:
+    """Probability rows (last dim n, 2 <= n <= 20) -> int64 hundredths, each >= 5, rows summing to 100.
+
+    Largest-remainder rounding of ``100 * p`` under the floor of 5: every entry first gets 5, and the
+    remaining ``100 - 5n`` hundredths are shared out in proportion to ``max(100 p - 5, 0)``, floors
+    first, then one more to the entries with the largest fractional parts (ties to the lower index).
+    Where every ``p >= 0.05`` this is plain largest-remainder rounding of ``100 p``. Integer arithmetic
+    makes the row sums exact.
+    """
+    if not torch.is_floating_point(p):
+        raise TypeError(f"p must be a floating-point tensor of probabilities, got dtype {p.dtype}")
+    n = p.shape[-1] if p.dim() else 0
+    if not 2 <= n <= MAX_DIM:
+        raise ValueError(f"p must have a last dimension of 2..{MAX_DIM} entries, got shape {tuple(p.shape)}")
+    if not torch.isfinite(p).all() or (p < 0).any():
+        raise ValueError("p must be finite and >= 0")
+    rest = 100 - FLOOR_HUNDREDTHS * n  # hundredths above the floors, >= 0
+    excess = (100.0 * p.to(torch.float64) - FLOOR_HUNDREDTHS).clamp_min(0.0)
+    total = excess.sum(-1, keepdim=True)
+    share = torch.where(total > 0, rest * excess / total.clamp_min(1e-300), torch.full_like(excess, rest / n))
+    base = share.floor()
+    missing = rest - base.to(torch.int64).sum(-1, keepdim=True)  # in 0..n-1
+    order = (share - base).argsort(dim=-1, descending=True, stable=True)
+    rank = order.argsort(dim=-1, stable=True)  # rank of each entry's fractional part
+    return FLOOR_HUNDREDTHS + base.to(torch.int64) + (rank < missing).to(torch.int64)
+
+
+def _check_stochastic(name: str, m: Tensor) -> Tensor:
+    if not isinstance(m, Tensor) or not torch.is_floating_point(m):
+        raise TypeError(f"{name} must be a floating-point tensor, got {type(m).__name__}"
+                        f"{'' if not isinstance(m, Tensor) else ' of dtype ' + str(m.dtype)}")
+    m = m.to(torch.float64)
+    if not torch.isfinite(m).all():
+        raise ValueError(f"{name} must be finite (found nan or inf)")
+    if (m < 0).any():
+        raise ValueError(f"{name} must have no negative entries (min {m.min().item():.3g})")
+    worst = (m.sum(-1) - 1.0).abs().max().item() if m.numel() else 0.0
+    if worst > ROW_TOL:
+        raise ValueError(f"{name} must be row-stochastic: every row must sum to 1 (within {ROW_TOL:g}); "
+                         f"worst row is off by {worst:.3g}")
+    return m
+
+
+def forward_filter(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None) -> Tensor:
+    """Filtering posteriors p(s_t | o_0..o_t) by the forward algorithm in log space, float64.
+
+    Shapes: ``T`` (B, S, S) with ``T[b, i, j] = p(s_{t+1} = j | s_t = i)``, ``E`` (B, S, O) with
+    ``E[b, i, o] = p(o | s = i)``, ``obs`` (B, K) integer symbols in 0..O-1, ``init`` (S,) or (B, S)
+    the distribution of s_0 (uniform if None). Returns (B, K, S) float64. Unbatched inputs (S, S),
+    (S, O), (K,) give (K, S). Vectorised over episodes and states; loops over time only.
+    Raises ValueError naming the argument for bad shapes, negative entries, rows not summing to 1,
+    symbols out of range, or observations that have probability 0 under the model.
+    """
+    if not isinstance(obs, Tensor) or obs.dtype.is_floating_point or obs.dtype.is_complex or obs.dtype == torch.bool:
+        raise TypeError(f"obs must be an integer tensor of symbols, got "
+                        f"{obs.dtype if isinstance(obs, Tensor) else type(obs).__name__}")
+    T, E = _check_stochastic("T", T), _check_stochastic("E", E)
+    unbatched = T.dim() == 2
+    if unbatched:
+        if E.dim() != 2 or obs.dim() != 1:
+            raise ValueError(f"unbatched T (S, S) needs E (S, O) and obs (K,); got E {tuple(E.shape)}, "
+                             f"obs {tuple(obs.shape)}")
+        T, E, obs = T.unsqueeze(0), E.unsqueeze(0), obs.unsqueeze(0)
+    if T.dim() != 3 or T.shape[1] != T.shape[2]:
+        raise ValueError(f"T must have shape (B, S, S), got {tuple(T.shape)}")
+    B, S, _ = T.shape
+    if E.dim() != 3 or E.shape[:2] != (B, S):
+        raise ValueError(f"E must have shape (B, S, O) = ({B}, {S}, O) to match T, got {tuple(E.shape)}")
+    O = E.shape[2]
+    if obs.dim() != 2 or obs.shape[0] != B:
+        raise ValueError(f"obs must have shape (B, K) = ({B}, K) to match T, got {tuple(obs.shape)}")
+    if obs.numel() and (obs.min() < 0 or obs.max() >= O):
+        raise ValueError(f"obs must be symbols in 0..{O - 1} (O = {O}), got values in "
+                         f"{obs.min().item()}..{obs.max().item()}")
+    if init is None:
+        log_init = torch.full((B, S), -math.log(S), dtype=torch.float64, device=T.device)
+    else:
+        init = _check_stochastic("init", init)
+        if init.shape not in ((S,), (B, S)):
+            raise ValueError(f"init must have shape (S,) = ({S},) or (B, S) = ({B}, {S}), got {tuple(init.shape)}")
+        log_init = init.log().expand(B, S)
+    K = obs.shape[1]
+    log_T = T.log()  # zeros become -inf, which logsumexp handles
+    obs = obs.to(device=T.device, dtype=torch.int64)
+    log_emit = E.log().gather(2, obs.unsqueeze(1).expand(B, S, K)).transpose(1, 2)  # (B, K, S)
+    out = torch.empty(B, K, S, dtype=torch.float64, device=T.device)
+    norms = torch.empty(B, K, dtype=torch.float64, device=T.device)  # log p(o_t | o_<t)
+    log_alpha = log_init
+    for t in range(K):
+        if t > 0:
+            log_alpha = torch.logsumexp(log_alpha.unsqueeze(2) + log_T, dim=1)  # predict: (B, S)
+        log_alpha = log_alpha + log_emit[:, t]  # update with o_t
+        norm = torch.logsumexp(log_alpha, dim=1, keepdim=True)
+        norms[:, t] = norm.squeeze(1)
+        log_alpha = log_alpha - norm
+        out[:, t] = log_alpha.exp()
+    impossible = torch.isneginf(norms)  # checked once, after the loop (no device sync per step)
+    if impossible.any():
+        b, t = (int(i) for i in impossible.nonzero()[0])
+        raise ValueError(f"obs has probability 0 under the model (episode {b}, time {t}): no posterior exists")
+    return out[0] if unbatched else out
+
+
+def _forward_filter_reference(T: list[list[list[float]]], E: list[list[list[float]]],
+                              obs: list[list[int]]) -> list[list[list[float]]]:
+    """Naive forward filter, uniform initial state, in plain Python floats (loops over episodes,
+    time and states). A cross-check and a benchmark baseline for :func:`forward_filter`."""
+    out = []
+    for Tb, Eb, ob in zip(T, E, obs):
+        S = len(Tb)
+        alpha = [1.0 / S] * S
+        rows = []
+        for t, o in enumerate(ob):
+            if t > 0:
+                alpha = [sum(alpha[i] * Tb[i][j] for i in range(S)) for j in range(S)]
+            alpha = [alpha[j] * Eb[j][o] for j in range(S)]
+            z = sum(alpha)
+            alpha = [a / z for a in alpha]
+            rows.append(alpha)
+        out.append(rows)
+    return out
+
+
+def tokenize(T_hundredths: Tensor, E_hundredths: Tensor, obs: Tensor) -> Tensor:
+    """Token ids of episodes: ``T_hundredths`` (B, S, S) and ``E_hundredths`` (B, S, O) integer
+    hundredths (each >= 5, rows summing to 100), ``obs`` (B, K) symbols in 0..O-1 -> (B, 3 + S*S +
+    S*O + 2K) int64. Unbatched inputs (S, S), (S, O), (K,) give a 1-D sequence."""
+    for name, x in (("T_hundredths", T_hundredths), ("E_hundredths", E_hundredths), ("obs", obs)):
+        if not isinstance(x, Tensor) or x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor")
+    unbatched = T_hundredths.dim() == 2
+    if unbatched:
+        T_hundredths, E_hundredths, obs = T_hundredths.unsqueeze(0), E_hundredths.unsqueeze(0), obs.unsqueeze(0)
+    if T_hundredths.dim() != 3 or T_hundredths.shape[1] != T_hundredths.shape[2]:
+        raise ValueError(f"T_hundredths must have shape (B, S, S), got {tuple(T_hundredths.shape)}")
+    B, S, _ = T_hundredths.shape
+    if E_hundredths.dim() != 3 or E_hundredths.shape[:2] != (B, S):
+        raise ValueError(f"E_hundredths must have shape (B, S, O) = ({B}, {S}, O), got {tuple(E_hundredths.shape)}")
+    O = E_hundredths.shape[2]
+    _check_dim("S", S), _check_dim("O", O)
+    if obs.dim() != 2 or obs.shape[0] != B:
+        raise ValueError(f"obs must have shape (B, K) = ({B}, K), got {tuple(obs.shape)}")
+    for name, h in (("T_hundredths", T_hundredths), ("E_hundredths", E_hundredths)):
+        if (h < FLOOR_HUNDREDTHS).any() or (h.sum(-1) != 100).any():
+            raise ValueError(f"{name} must have every entry >= {FLOOR_HUNDREDTHS} and every row summing to 100")
+    if obs.numel() and (obs.min() < 0 or obs.max() >= O):
+        raise ValueError(f"obs must be symbols in 0..{O - 1}")
+    dev = T_hundredths.device
+
+    def marker(tok: int) -> Tensor:
+        return torch.full((B, 1), tok, dtype=torch.int64, device=dev)
+
+    pairs = torch.stack([torch.full_like(obs, HMM.OBS, dtype=torch.int64), obs.to(torch.int64) + HMM.SYMBOL0], dim=2)
+    tokens = torch.cat([
+        marker(HMM.TRANS), (T_hundredths.to(torch.int64) - FLOOR_HUNDREDTHS).reshape(B, S * S),
+        marker(HMM.EMIT), (E_hundredths.to(torch.int64) - FLOOR_HUNDREDTHS).reshape(B, S * O),
+        marker(HMM.SEP), pairs.reshape(B, -1),
+    ], dim=1)
+    return tokens[0] if unbatched else tokens
+
+
+class HMM(Tunnel):
+    name = "hmm"
+    kind = "categorical"
+    variants = ("default",)
+    length_arg = "K"  # observations per episode (K = 30, 50 for length generalisation)
+
+    TRANS, EMIT, SEP, OBS = 96, 97, 98, 99
+    SYMBOL0 = 100  # symbol o has token SYMBOL0 + o
+
+    def __init__(self, S: int = 5, O: int = 5, K: int = 20, variant: str = "default"):
+        self.S = _check_dim("S", S)
+        self.O = _check_dim("O", O)
+        self.K = check_int("K", K, 1, "at least one observation")
+        self.variant = check_choice("variant", variant, self.variants)
+        self.header_len = 3 + S * S + S * O
+        self.seq_len = self.header_len + 2 * K
+        self.vocab_size = self.SYMBOL0 + O
+        self.n_classes = S
+        self.answer_tokens = None
+        self.positions = self.header_len + 1 + 2 * torch.arange(K)  # the symbol tokens
+
+    def config(self) -> dict[str, Any]:
+        return {"tunnel": self.name, "S": self.S, "O": self.O, "K": self.K, "variant": self.variant}
+
+    def sample_params(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """Fresh (T, E) in integer hundredths: (B, S, S) and (B, S, O) int64, Dirichlet(1) rows,
+        floored at 0.05, renormalised, rounded by :func:`round_to_hundredths`."""
+        B, S, O = check_int("batch_size", batch_size, 1), self.S, self.O
+        g, dev = generator, generator.device
+        u = torch.rand(B, S, S + O, generator=g, device=dev, dtype=torch.float64)
+        gam = -torch.log1p(-u)  # Exponential(1) = Gamma(1); normalised rows are Dirichlet(1)
+        p = torch.cat([gam[..., :S] / gam[..., :S].sum(-1, keepdim=True),
+                       gam[..., S:] / gam[..., S:].sum(-1, keepdim=True)], dim=-1)
+        p = p.clamp_min(FLOOR_HUNDREDTHS / 100)
+        T_p = p[..., :S] / p[..., :S].sum(-1, keepdim=True)
+        E_p = p[..., S:] / p[..., S:].sum(-1, keepdim=True)
+        return round_to_hundredths(T_p), round_to_hundredths(E_p)
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
+        B, S, K = check_int("batch_size", batch_size, 1), self.S, self.K
+        g, dev = generator, generator.device
+        T_h, E_h = self.sample_params(B, g)
+        # Exact inverse-CDF sampling on the integer hundredths: a draw r in 0..99 picks the state
+        # (symbol) whose cumulative hundredths first exceed r.
+        T_cum, E_cum = T_h.cumsum(-1), E_h.cumsum(-1)
+        r_state = torch.randint(0, 100, (B, K), generator=g, device=dev)
+        r_obs = torch.randint(0, 100, (B, K), generator=g, device=dev)
+        s0 = torch.randint(0, S, (B,), generator=g, device=dev)
+        states = torch.empty(B, K, dtype=torch.int64, device=dev)
+        states[:, 0] = s0
+        rows = torch.arange(B, device=dev)
+        for t in range(1, K):
+            cum = T_cum[rows, states[:, t - 1]]  # (B, S)
+            states[:, t] = (cum <= r_state[:, t : t + 1]).sum(1)
+        e_cum = E_cum.gather(1, states.unsqueeze(2).expand(B, K, self.O))  # (B, K, O)
+        obs = (e_cum <= r_obs.unsqueeze(2)).sum(2)
+        probs = forward_filter(T_h.to(torch.float64) / 100, E_h.to(torch.float64) / 100, obs)
+        inputs = tokenize(T_h, E_h, obs)
+        return Episodes(inputs=inputs, positions=self.positions.to(dev), target=states, probs=probs)
+
+    @classmethod
+    def decode(cls, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Recover (T, E, obs) from token ids (B, L) or (L,): T (B, S, S) and E (B, S, O) float64
+        (hundredths / 100), obs (B, K) int64 symbols; S and O are read off the marker positions."""
+        if not isinstance(tokens, Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+            raise TypeError("tokens must be an integer tensor of token ids")
+        unbatched = tokens.dim() == 1
+        x = tokens.unsqueeze(0) if unbatched else tokens
+        if x.dim() != 2 or x.shape[0] == 0:
+            raise ValueError(f"tokens must have shape (B, L) or (L,), got {tuple(tokens.shape)}")
+        x = x.to(torch.int64)
+        B, L = x.shape
+        emit_at = (x[0] == cls.EMIT).nonzero()
+        sep_at = (x[0] == cls.SEP).nonzero()
+        if L == 0 or x[0, 0] != cls.TRANS or len(emit_at) != 1 or len(sep_at) != 1:
+            raise ValueError("tokens must start with TRANS and hold one EMIT and one SEP marker")
+        e, s = int(emit_at[0]), int(sep_at[0])
+        S = math.isqrt(e - 1)
+        O = (s - e - 1) // S if S else 0
+        if S * S != e - 1 or S * O != s - e - 1 or (L - s - 1) % 2:
+            raise ValueError(f"tokens do not follow the HMM layout (EMIT at {e}, SEP at {s}, length {L})")
+        _check_dim("S", S), _check_dim("O", O)
+        head = 3 + S * S + S * O
+        t_ids, e_ids = x[:, 1 : 1 + S * S], x[:, e + 1 : s]
+        sym = x[:, head + 1 :: 2] - cls.SYMBOL0
+        if ((x[:, 0] != cls.TRANS) | (x[:, e] != cls.EMIT) | (x[:, s] != cls.SEP)).any() \
+                or (x[:, head::2] != cls.OBS).any():
+            raise ValueError("tokens: markers (TRANS, EMIT, SEP, OBS) are not where the layout puts them")
+        if (t_ids < 0).any() or (t_ids > 95).any() or (e_ids < 0).any() or (e_ids > 95).any():
+            raise ValueError("tokens: a T or E entry is not a probability token (0..95)")
+        if sym.numel() and ((sym < 0).any() or (sym >= O).any()):
+            raise ValueError(f"tokens: an observation is not a symbol token ({cls.SYMBOL0}..{cls.SYMBOL0 + O - 1})")
+        T = (t_ids + FLOOR_HUNDREDTHS).reshape(B, S, S).to(torch.float64) / 100
+        E = (e_ids + FLOOR_HUNDREDTHS).reshape(B, S, O).to(torch.float64) / 100
+        return (T[0], E[0], sym[0]) if unbatched else (T, E, sym)

@@ -1,0 +1,171 @@
+"""Bayesian linear regression (continuous accumulation), spec 1.5.
+
+Fresh weights per episode, ``w ~ N(0, tau^2 I_d)``; inputs ``x_i ~ N(0, I_d)``; observations
+``y_i = w . x_i + eps_i`` with ``eps_i ~ N(0, sigma^2)``; ``N`` points. At every new ``x`` the model
+predicts a Gaussian (a mean and a log-variance head, trained with the Gaussian NLL).
+
+Layout (float features, no vocabulary): the interleaved tokens ``x_1, y_1, x_2, y_2, ..., x_N``
+(length ``2N - 1``; the last ``y`` is only a target), each a feature vector of width ``F = d + 2``::
+
+    x token: (x_1, ..., x_d, 0, 1)     the last feature flags x tokens
+    y token: (0, ..., 0,     y, 0)
+
+``inputs`` is (B, 2N-1, F) float32. The prediction positions are the N x tokens ``0, 2, 4, ...``;
+``target`` (B, N) float32 holds the sampled ``y_i``, bit for bit the value of the y token that
+follows x token i (the last one appears in no token).
+
+Exact posterior predictive at x token i, having seen the pairs ``j < i``: Gaussian with mean
+``x_i^T mu`` and variance ``sigma^2 + x_i^T Sigma x_i``, where
+``Sigma = (I / tau^2 + X^T X / sigma^2)^-1`` and ``mu = Sigma X^T y / sigma^2`` (at i = 0 the prior
+predictive: mean 0, variance ``sigma^2 + tau^2 |x_i|^2``). It is computed in float64 from the float32
+values the model sees (x is drawn in float32, y is rounded to float32 before anything else), so it
+is the exact posterior of the episode as presented; the rounding of y (relative 6e-8) is far below
+``sigma``.
+
+Module helpers (tensors only, float64, entropies and divergences in bits):
+:func:`posterior_predictive`, :func:`gaussian_entropy_bits`, :func:`gaussian_kl_bits`, and the
+training loss :func:`gaussian_nll` (nats).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..validation import check_choice, check_float_tensor, check_int
+from .base import Episodes, Tunnel
+
+# Elements of one (B, chunk, d, d) float64 block of prefix statistics in Regression.posterior: the
+# positions are processed in chunks so memory stays bounded (32 MiB a block) for large d and N.
+_CHUNK_ELEMS = 2 ** 22
+
+
+def _check_scale(name: str, value: Any) -> float:
+    """A finite float > 0 (ints accepted), naming the argument on error."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a finite float > 0, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite float > 0, got {value}")
+    return value
+
+
+def _predictive_from_stats(xtx: Tensor, xty: Tensor, x_new: Tensor, tau: float, sigma: float
+                           ) -> tuple[Tensor, Tensor]:
+    """Predictive (mean, var) at ``x_new`` (..., d) from context statistics ``xtx = X^T X``
+    (..., d, d) and ``xty = X^T y`` (..., d), all float64, no validation.
+
+    Numerics: the posterior precision ``A = I/tau^2 + X^T X / sigma^2`` is symmetric positive
+    definite with every eigenvalue >= 1/tau^2, so its Cholesky factor ``A = L L^T`` always exists
+    and is backward stable. One triangular solve ``L [z, u] = [x_new, X^T y / sigma^2]`` gives
+    ``x^T Sigma x = |z|^2`` and ``x^T mu = z . u``. The variance is thus ``sigma^2`` plus a sum of
+    squares: never negative and never below ``sigma^2``, which an explicit inverse or a chain of
+    Sherman-Morrison downdates (subtracting rank-one terms, losing symmetry) cannot guarantee.
+    """
+    prec = xtx * (1.0 / sigma ** 2)
+    prec.diagonal(dim1=-2, dim2=-1).add_(1.0 / tau ** 2)  # + I / tau^2, in place on the fresh tensor
+    # cholesky_ex: no error check, hence no device sync; A is positive definite by construction
+    chol = torch.linalg.cholesky_ex(prec)[0]
+    rhs = torch.stack([x_new, xty / sigma ** 2], dim=-1)  # (..., d, 2)
+    z = torch.linalg.solve_triangular(chol, rhs, upper=False)
+    zx, zb = z[..., 0], z[..., 1]
+    return (zx * zb).sum(-1), sigma ** 2 + (zx * zx).sum(-1)
+
+
+def posterior_predictive(X: Tensor, y: Tensor, x_new: Tensor, tau: float, sigma: float
+                         ) -> tuple[Tensor, Tensor]:
+    """Exact posterior predictive of ``y_new`` at ``x_new`` given the context ``(X, y)``.
+
+    Shapes: ``X`` (..., n, d), ``y`` (..., n), ``x_new`` (..., d), with the same leading dims; the
+    context may be empty (n = 0: the prior predictive). ``tau`` is the prior scale of the weights,
+    ``sigma`` the noise scale. Returns ``(mean, var)``, each (...) float64: the predictive is
+    ``N(x_new^T mu, sigma^2 + x_new^T Sigma x_new)``.
+    """
+    tau, sigma = _check_scale("tau", tau), _check_scale("sigma", sigma)
+    X, y, x_new = check_float_tensor("X", X), check_float_tensor("y", y), check_float_tensor("x_new", x_new)
+    if X.dim() < 2:
+        raise ValueError(f"X must have shape (..., n, d), got {tuple(X.shape)}")
+    lead, d = X.shape[:-2], X.shape[-1]
+    if d < 1:
+        raise ValueError(f"X must have d >= 1 features, got shape {tuple(X.shape)}")
+    if y.shape != X.shape[:-1]:
+        raise ValueError(f"y must have shape {tuple(X.shape[:-1])} (X's shape without d), got {tuple(y.shape)}")
+    if x_new.shape != lead + (d,):
+        raise ValueError(f"x_new must have shape {tuple(lead + (d,))}, got {tuple(x_new.shape)}")
+    X, y, x_new = (t.to(torch.float64) for t in (X, y, x_new))
+    for name, t in (("X", X), ("y", y), ("x_new", x_new)):
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+    xtx = X.transpose(-1, -2) @ X
+    xty = (X * y.unsqueeze(-1)).sum(-2)
+    return _predictive_from_stats(xtx, xty, x_new, tau, sigma)
+
+
+class Regression(Tunnel):
+    """Bayesian linear regression: ``d`` features, ``N`` points, prior scale ``tau``, noise ``sigma``."""
+
+    name = "regression"
+    kind = "gaussian"
+    variants = ("default",)
+
+    def __init__(self, d: int = 4, N: int = 16, tau: float = 1.0, sigma: float = 0.5, variant: str = "default"):
+        self.d = check_int("d", d, 1)
+        self.N = check_int("N", N, 1)
+        self.tau = _check_scale("tau", tau)
+        self.sigma = _check_scale("sigma", sigma)
+        self.variant = check_choice("variant", variant, self.variants)
+        self.seq_len, self.vocab_size, self.n_features = 2 * N - 1, 0, d + 2
+        self.n_classes, self.answer_tokens = 1, None
+        self.positions = torch.arange(0, 2 * N - 1, 2)
+
+    def config(self) -> dict[str, Any]:
+        return {"tunnel": self.name, "d": self.d, "N": self.N, "tau": self.tau, "sigma": self.sigma,
+                "variant": self.variant}
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
+        B, d, N = check_int("batch_size", batch_size, 1), self.d, self.N
+        g, dev = generator, generator.device
+        w = torch.randn(B, d, generator=g, device=dev, dtype=torch.float64) * self.tau
+        x = torch.randn(B, N, d, generator=g, device=dev, dtype=torch.float32)  # what the model sees
+        eps = torch.randn(B, N, generator=g, device=dev, dtype=torch.float64) * self.sigma
+        y = ((x.to(torch.float64) * w.unsqueeze(1)).sum(-1) + eps).to(torch.float32)  # (B, N)
+
+        tokens = torch.zeros(B, 2 * N, d + 2, dtype=torch.float32, device=dev)
+        tokens[:, 0::2, :d] = x
+        tokens[:, 0::2, d + 1] = 1.0
+        tokens[:, 1::2, d] = y
+        mean, var = self.posterior(x, y)
+        return Episodes(inputs=tokens[:, :-1].contiguous(), positions=self.positions.to(dev), target=y,
+                        mean=mean, var=var)
+
+    def split_inputs(self, episodes: Episodes) -> tuple[Tensor, Tensor]:
+        """The inputs and answers of sampled episodes: ``x`` (B, N, d) and ``y`` (B, N)."""
+        return episodes.inputs[:, 0::2, :self.d], episodes.target
+
+    def posterior(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Exact predictive of ``y[:, i]`` at ``x[:, i]`` given the pairs ``j < i``, for every i.
+
+        ``x`` (B, N, d), ``y`` (B, N); returns ``(mean, var)``, each (B, N) float64. Same numerics
+        as :func:`posterior_predictive` (shared Cholesky core), with the context statistics
+        ``X^T X`` and ``X^T y`` of every prefix built by an exclusive cumulative sum, vectorised over
+        episodes and positions (in chunks of positions to bound memory).
+        """
+        X, Y = x.to(torch.float64), y.to(torch.float64)
+        B, N, d = X.shape
+        chunk = max(1, min(N, _CHUNK_ELEMS // (B * d * d)))
+        xtx = X.new_zeros(B, 1, d, d)  # statistics of all pairs before the current chunk
+        xty = X.new_zeros(B, 1, d)
+        means, vars_ = [], []
+        for s in range(0, N, chunk):
+            Xc, Yc = X[:, s:s + chunk], Y[:, s:s + chunk]
+            incl_xtx = xtx + (Xc.unsqueeze(-1) * Xc.unsqueeze(-2)).cumsum(1)
+            incl_xty = xty + (Xc * Yc.unsqueeze(-1)).cumsum(1)
+            excl_xtx = torch.cat([xtx, incl_xtx[:, :-1]], dim=1)
+            excl_xty = torch.cat([xty, incl_xty[:, :-1]], dim=1)
+            m, v = _predictive_from_stats(excl_xtx, excl_xty, Xc, self.tau, self.sigma)
+            means.append(m)
+            vars_.append(v)
+            xtx, xty = incl_xtx[:, -1:], incl_xty[:, -1:]
+        return torch.cat(means, dim=1), torch.cat(vars_, dim=1)
