@@ -40,3 +40,23 @@ PAPER: dict[tuple[str, str], Published] = {
 def paper_value(tunnel: str, arch: str) -> Published | None:
     """The published number for a (tunnel, architecture) cell (entropy MAE, or recall accuracy), if any."""
     return PAPER.get((tunnel, arch))
+
+
+# Published figures that are not the headline of a (tunnel, architecture) cell, by name.
+FIGURES: dict[str, Published] = {
+    "hmm_transformer_table": Published(
+        0.049, "bits", "Paper I, architecture table (HMM)", "contradicts the 7.5e-5 of the text; protocol unpublished"),
+    "hmm_length_k30": Published(
+        0.012, "bits", "Paper I, length generalisation (trained at K=20, evaluated at K=30)",
+        "mean over all 30 positions, including the ~0 error of the 20 in-range ones"),
+    "hmm_length_k50": Published(
+        0.029, "bits", "Paper I, length generalisation (trained at K=20, evaluated at K=50)",
+        "mean over all 50 positions, including the ~0 error of the 20 in-range ones"),
+}
+
+
+def paper_figure(name: str) -> Published:
+    """A named published figure (see ``FIGURES``), e.g. ``paper_figure("hmm_length_k50")``."""
+    if name not in FIGURES:
+        raise ValueError(f"unknown published figure {name!r}; known: {', '.join(sorted(FIGURES))}")
+    return FIGURES[name]

@@ -243,3 +243,536 @@ def plot_learning_curves(histories: dict[str, Sequence[dict[str, float]]], *, ke
     ax.legend()
     ax.grid(alpha=0.3, which="both")
     return fig
+
+
+# ------------------------------------------------------------------------------------------------
+# Chapter 4: binding (associative recall)
+
+RECALL_COLOR = "#2ca02c"  # a key seen before in the episode (a recall position)
+NEW_KEY_COLOR = "#aec7e8"  # a key seen for the first time
+VALUE_COLOR = "#f0f0f0"  # a value token
+
+
+def plot_recall_tokens(
+    tokens: Sequence[int] | Any,
+    positions: Sequence[int] | Any,
+    V: int,
+    *,
+    seen: Sequence[bool] | Any | None = None,
+    previous: Sequence[int] | Any | None = None,
+    highlight: int | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Figure:
+    """One recall episode (any variant) as a strip of tokens: keys ``kN`` (token N < V), values ``vN``
+    (token V + N) and filler tokens (2V, drawn as a dot). Under every key, its key step ``t``.
+
+    ``seen`` (one bool per key step) colours recalled keys green and new keys light blue. ``previous``
+    (one index per key step, -1 for a new key) draws an arc from the value token a recall must copy
+    (the one after the key's previous occurrence) to the key. ``highlight``: a key step drawn with a
+    thick outline, with only its own arc.
+    """
+    tok = _as_numpy(tokens).astype(int)
+    pos = _as_numpy(positions).astype(int)
+    if tok.ndim != 1 or pos.ndim != 1:
+        raise ValueError(f"tokens and positions must be 1-D (one episode), got shapes {tok.shape} and {pos.shape}")
+    P, T = pos.shape[0], tok.shape[0]
+    if P and (pos.min() < 0 or pos.max() >= T):
+        raise ValueError(f"positions must index tokens 0..{T - 1}")
+    seen_a = None if seen is None else _as_numpy(seen).astype(bool)
+    prev = None if previous is None else _as_numpy(previous).astype(int)
+    for name, arr in (("seen", seen_a), ("previous", prev)):
+        if arr is not None and arr.shape != (P,):
+            raise ValueError(f"{name} must have one entry per key step ({P}), got shape {arr.shape}")
+    if highlight is not None and not 0 <= highlight < P:
+        raise ValueError(f"highlight must be a key step in 0..{P - 1}, got {highlight}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.2 * T + 1), 2.0))
+    step_of = {int(p): t for t, p in enumerate(pos)}
+    for i, v in enumerate(tok):
+        if v < V:
+            label, color = f"k{v}", NEW_KEY_COLOR
+            t = step_of.get(i)
+            if t is not None and seen_a is not None and seen_a[t]:
+                color = RECALL_COLOR
+        elif v < 2 * V:
+            label, color = f"v{v - V}", VALUE_COLOR
+        else:
+            label, color = "\u00b7", "white"
+        lw = 2.5 if (highlight is not None and step_of.get(i) == highlight) else 0.5
+        ax.add_patch(plt.Rectangle((i - 0.45, 0), 0.9, 1, facecolor=color, edgecolor="black", lw=lw))
+        ax.text(i, 0.5, label, ha="center", va="center", fontsize=6 if T > 40 else 7)
+    for t, p in enumerate(pos):
+        ax.text(p, -0.3, str(t), ha="center", va="center", fontsize=5 if T > 40 else 6, color=ELIMINATED_COLOR)
+    top = 1.0
+    if prev is not None:
+        steps = [highlight] if highlight is not None else range(P)
+        for t in steps:
+            if prev[t] < 0:
+                continue
+            x0, x1 = pos[prev[t]] + 1, pos[t]
+            h = 0.35 + 1.6 * (x1 - x0) / max(T, 1)
+            u = np.linspace(0.0, 1.0, 40)
+            ax.plot(x0 + (x1 - x0) * u, 1.02 + h * np.sin(np.pi * u), color=RECALL_COLOR,
+                    lw=2 if highlight is not None else 0.8, alpha=0.9 if highlight is not None else 0.6)
+            ax.plot([x1], [1.02], marker="v", color=RECALL_COLOR, ms=4)
+            top = max(top, 1.02 + h)
+    ax.set_xlim(-0.7, T - 0.3)
+    ax.set_ylim(-0.55, top + 0.1)
+    ax.axis("off")
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax.figure
+
+
+def plot_recall_episode(
+    tokens: Sequence[int] | Any,
+    positions: Sequence[int] | Any,
+    V: int,
+    h_bayes: Any,
+    *,
+    h_model: Any | None = None,
+    seen: Sequence[bool] | Any | None = None,
+    previous: Sequence[int] | Any | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Two panels for one recall episode: the Bayes entropy at each key (bars; a model's entropy as
+    dots when ``h_model`` is given) above the token strip of :func:`plot_recall_tokens`."""
+    tok, pos, h = _as_numpy(tokens), _as_numpy(positions).astype(int), _as_numpy(h_bayes)
+    if h.shape != pos.shape:
+        raise ValueError(f"h_bayes must have one entropy per key step ({pos.shape[0]}), got shape {h.shape}")
+    T = tok.shape[0]
+    fig, (ax_h, ax_s) = plt.subplots(2, 1, figsize=(max(6.0, 0.2 * T + 1), 4.0), sharex=True,
+                                     gridspec_kw={"height_ratios": [1.2, 1]})
+    ax_h.bar(pos, h, width=0.8, color=BAYES_COLOR, label="Bayes entropy")
+    if seen is not None:
+        s = _as_numpy(seen).astype(bool)
+        if s.shape == pos.shape and s.any():
+            ax_h.plot(pos[s], h[s], "^", color=RECALL_COLOR, ms=5, clip_on=False, label="recall (Bayes: 0 bits)")
+    if h_model is not None:
+        hm = _as_numpy(h_model)
+        if hm.shape != pos.shape:
+            raise ValueError(f"h_model must have one entropy per key step ({pos.shape[0]}), got shape {hm.shape}")
+        ax_h.plot(pos, hm, "o", color=MARGINAL_COLOR, ms=4, label="model entropy")
+    ax_h.axhline(np.log2(V), color=ELIMINATED_COLOR, lw=0.8, ls=":", label=r"$\log_2 V$")
+    ax_h.set_ylabel("bits")
+    ax_h.set_ylim(0, np.log2(V) * 1.25)
+    ax_h.legend(loc="upper right", fontsize=7, ncol=3, frameon=False)
+    ax_h.grid(alpha=0.3, axis="y")
+    if title:
+        ax_h.set_title(title)
+    plot_recall_tokens(tok, pos, V, seen=seen, previous=previous, ax=ax_s)
+    ax_s.tick_params(labelbottom=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_recall_fraction(expected: Any, observed: Any | None = None, *, ax: Axes | None = None,
+                         title: str | None = None) -> Figure:
+    """Probability that key step ``t`` is a recall: a closed form (line) and, optionally, the
+    fraction observed in sampled episodes (dots)."""
+    e = _as_numpy(expected)
+    if e.ndim != 1:
+        raise ValueError(f"expected must be one probability per key step, got shape {e.shape}")
+    t = np.arange(e.shape[0])
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 3.2))
+    ax.plot(t, e, "-", color=FORMULA_COLOR, lw=1.5, label=r"$1-(1-1/V)^t$")
+    if observed is not None:
+        o = _as_numpy(observed)
+        if o.shape != e.shape:
+            raise ValueError(f"observed {o.shape} and expected {e.shape} must have the same shape")
+        ax.plot(t, o, "o", color=BAYES_COLOR, ms=4, label="sampled episodes")
+    ax.set_xlabel("key step t (pairs revealed so far)")
+    ax.set_ylabel("fraction of recalls")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def _recall_field(obj: Any, name: str) -> Any:
+    """``obj.name`` or ``obj[name]`` (a dataclass or its ``to_dict()``)."""
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+
+def plot_recall_breakdown(breakdowns: dict[str, Any], *, chance: float | None = None, min_count: int = 1,
+                          title: str | None = None) -> Figure:
+    """Accuracy and entropy error on recalled keys against memory load and distance.
+
+    ``breakdowns`` maps a label to a :class:`bwt_lite.evaluate.RecallBreakdown` (or its ``to_dict()``).
+    Columns: grouped by distinct pairs stored before the query, and by distance back to the key's
+    previous occurrence. Rows: top-1 accuracy (with ``chance``, default the first breakdown's 1/V),
+    entropy error in bits, and the number of recall positions per bucket (from the first breakdown).
+    Buckets with fewer than ``min_count`` positions are left out.
+    """
+    if not breakdowns:
+        raise ValueError("breakdowns is empty: give at least one {label: RecallBreakdown}")
+    first = next(iter(breakdowns.values()))
+    chance = _recall_field(first, "chance") if chance is None else chance
+    fig, axes = plt.subplots(3, 2, figsize=(11, 7), sharex="col", gridspec_kw={"height_ratios": [1.2, 1.2, 0.7]})
+    columns = (("by_stored", "distinct pairs stored before the query"),
+               ("by_distance", "distance back to the previous occurrence (pairs)"))
+    for col, (field, xlabel) in enumerate(columns):
+        for label, b in breakdowns.items():
+            g = _recall_field(b, field)
+            keep = np.asarray(g["count"]) >= min_count
+            x = np.asarray(g["bucket"])[keep]
+            axes[0, col].plot(x, np.asarray(g["accuracy"])[keep], "o-", ms=3, lw=1, label=label)
+            axes[1, col].plot(x, np.asarray(g["entropy_mae"])[keep], "o-", ms=3, lw=1, label=label)
+        if chance is not None:
+            axes[0, col].axhline(chance, color=ELIMINATED_COLOR, ls=":", lw=1.2, label=f"chance 1/V = {chance:.3f}")
+        g = _recall_field(first, field)
+        keep = np.asarray(g["count"]) >= min_count
+        axes[2, col].bar(np.asarray(g["bucket"])[keep], np.asarray(g["count"])[keep], color=ELIMINATED_COLOR)
+        axes[0, col].set_ylim(-0.03, 1.05)
+        axes[0, col].set_ylabel("accuracy on seen keys")
+        axes[1, col].set_ylabel("entropy error (bits)")
+        axes[1, col].set_ylim(bottom=0)
+        axes[2, col].set_ylabel("recalls")
+        axes[2, col].set_xlabel(xlabel)
+        for r in range(3):
+            axes[r, col].grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="center right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_recall_step(
+    tokens: Sequence[int] | Any,
+    positions: Sequence[int] | Any,
+    V: int,
+    t: int,
+    model_probs: Any,
+    bayes_probs: Any,
+    *,
+    seen: Sequence[bool] | Any | None = None,
+    previous: Sequence[int] | Any | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Key step ``t`` of one recall episode: the token strip with that key outlined (and an arc to the
+    value it must copy, when it is a recall) above the model's prediction beside the exact posterior."""
+    tok = _as_numpy(tokens)
+    fig, (ax_s, ax_p) = plt.subplots(2, 1, figsize=(max(7.0, 0.2 * tok.shape[0] + 1), 5.0),
+                                     gridspec_kw={"height_ratios": [1, 1.6]})
+    plot_recall_tokens(tok, positions, V, seen=seen, previous=previous, highlight=t, ax=ax_s)
+    plot_prediction_vs_posterior(model_probs, bayes_probs, ax=ax_p, title=title or f"key step t = {t}")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------
+# Chapter 5: Bayesian linear regression (Gaussian predictives): plot_gaussian_errors_by_position,
+# plot_variance_by_position, plot_predicted_vs_exact, plot_standardised_residuals,
+# plot_gaussian_predictive, plot_regression_step. Bayes is drawn in BAYES_COLOR.
+
+_REG_MODEL_COLOR = "#2ca02c"  # the model's prediction in single-model regression figures
+
+
+def plot_gaussian_errors_by_position(curves: dict[str, dict[str, Sequence[float]]], *,
+                                     axes: Sequence[Axes] | None = None, title: str | None = None,
+                                     floor: float = 1e-9) -> Figure:
+    """Two panels: entropy MAE and KL(Bayes || model) in bits against the prediction position.
+
+    ``curves`` maps a label to an ``EvalResult.per_position`` dict (``entropy_mae``, ``kl``). Log
+    scale; a value at or below ``floor`` (e.g. a baseline that is exact at a position, up to
+    rounding) leaves a gap in its curve.
+    """
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    else:
+        fig = axes[0].figure
+    for ax, key, name in zip(axes, ("entropy_mae", "kl"), ("entropy MAE (bits)", "KL(Bayes || model) (bits)")):
+        for label, pp in curves.items():
+            v = _as_numpy(pp[key])
+            t = np.arange(v.shape[0])
+            ax.plot(t, np.where(v > floor, v, np.nan), "o-", ms=3.5, lw=1, label=label)
+        ax.set_yscale("log")
+        ax.set_xlabel("prediction position i (pairs seen)")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_variance_by_position(var_model: dict[str, Any], var_bayes: Any, *, noise_var: float | None = None,
+                              ax: Axes | None = None, title: str | None = None) -> Figure:
+    """Mean predictive variance per position (log scale): each model's against the exact one.
+
+    ``var_model`` maps a label to one value per position (already averaged over episodes);
+    ``var_bayes`` is the exact curve; ``noise_var`` (sigma^2) is drawn as the floor no amount of
+    data can beat.
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    vb = _as_numpy(var_bayes)
+    t = np.arange(vb.shape[0])
+    ax.plot(t, vb, "--", color=BAYES_COLOR, lw=2.5, label="Bayes (exact)")
+    for label, v in var_model.items():
+        ax.plot(t, _as_numpy(v), "o-", ms=4, lw=1, label=label)
+    if noise_var is not None:
+        ax.axhline(noise_var, color=ELIMINATED_COLOR, ls=":", lw=1.5, label=r"noise floor $\sigma^2$")
+    ax.set_yscale("log")
+    ax.set_xlabel("prediction position i (pairs seen)")
+    ax.set_ylabel("mean predictive variance")
+    ax.set_title(title or "Predictive variance as evidence accumulates")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def plot_predicted_vs_exact(predicted: Any, exact: Any, *, log: bool = False, color: Any = None,
+                            color_label: str | None = None, ax: Axes | None = None, xlabel: str = "exact",
+                            ylabel: str = "model", title: str | None = None, max_points: int = 5000) -> Figure:
+    """Scatter of a model's numbers against the exact ones, with the diagonal ``y = x``.
+
+    ``log``: log-log axes (for variances). ``color``: one value per point (e.g. the position) shown
+    with a colour bar labelled ``color_label``. At most ``max_points`` points are drawn (evenly
+    spaced through the flattened arrays, so the choice is deterministic).
+    """
+    p, e = _as_numpy(predicted).ravel(), _as_numpy(exact).ravel()
+    if p.shape != e.shape:
+        raise ValueError(f"predicted {p.shape} and exact {e.shape} must have the same number of values")
+    idx = np.linspace(0, p.size - 1, min(max_points, p.size)).astype(int) if p.size else np.arange(0)
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.8, 4.4))
+    c = None if color is None else _as_numpy(color).ravel()[idx]
+    sc = ax.scatter(e[idx], p[idx], s=5, alpha=0.5, c=c, cmap="viridis" if c is not None else None,
+                    color=None if c is not None else _REG_MODEL_COLOR, rasterized=True)
+    if c is not None:
+        fig.colorbar(sc, ax=ax, label=color_label)
+    both = np.concatenate([p[idx], e[idx]]) if idx.size else np.array([1.0, 2.0])
+    lo, hi = float(both.min()), float(both.max())
+    ax.plot([lo, hi], [lo, hi], color="k", lw=1, ls="--", label="y = x")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def plot_standardised_residuals(residuals: dict[str, Any], *, bins: int = 60, limit: float = 5.0,
+                                ax: Axes | None = None, title: str | None = None) -> Figure:
+    """Histograms (as densities) of standardised residuals ``(y - mean) / sd`` against the N(0, 1)
+    density. ``residuals`` maps a label to an array of residuals; values beyond +-``limit`` are
+    clipped into the outermost bins."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    edges = np.linspace(-limit, limit, bins + 1)
+    for label, z in residuals.items():
+        ax.hist(np.clip(_as_numpy(z).ravel(), -limit, limit), bins=edges, density=True, histtype="step", lw=1.8,
+                label=label)
+    grid = np.linspace(-limit, limit, 400)
+    ax.plot(grid, np.exp(-0.5 * grid ** 2) / np.sqrt(2 * np.pi), "--", color="k", lw=1.5, label="N(0, 1)")
+    ax.set_xlabel("standardised residual (y - mean) / sd")
+    ax.set_ylabel("density")
+    ax.set_title(title or "Calibration on held-out episodes")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_gaussian_predictive(mean_model: float, var_model: float, mean_bayes: float, var_bayes: float, *,
+                             y: float | None = None, ax: Axes | None = None, title: str | None = None) -> Figure:
+    """The model's predictive density N(mean_model, var_model) beside the exact one, with the
+    realised ``y`` as a vertical line."""
+    mm, vm, mb, vb = (float(_as_numpy(v)) for v in (mean_model, var_model, mean_bayes, var_bayes))
+    if vm <= 0 or vb <= 0:
+        raise ValueError(f"variances must be > 0, got var_model={vm}, var_bayes={vb}")
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 3.6))
+    sd = max(np.sqrt(vm), np.sqrt(vb))
+    lo, hi = min(mm, mb) - 4 * sd, max(mm, mb) + 4 * sd
+    if y is not None:
+        lo, hi = min(lo, float(y) - sd), max(hi, float(y) + sd)
+    g = np.linspace(lo, hi, 500)
+    for m, v, color, ls, label in ((mb, vb, BAYES_COLOR, "--", "Bayes (exact)"),
+                                   (mm, vm, _REG_MODEL_COLOR, "-", "model")):
+        dens = np.exp(-0.5 * (g - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
+        ax.plot(g, dens, ls, color=color, lw=2, label=f"{label}: N({m:.2f}, {v:.3f})")
+    if y is not None:
+        ax.axvline(float(y), color="k", lw=1.2, label=f"realised y = {float(y):.2f}")
+    ax.set_xlabel("y")
+    ax.set_ylabel("predictive density")
+    ax.set_ylim(bottom=0)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def plot_regression_step(y: Any, mean_model: Any, var_model: Any, mean_bayes: Any, var_bayes: Any,
+                         position: int) -> Figure:
+    """Two panels for one episode at prediction position ``position``.
+
+    Left: the realised ``y_j`` of every position up to ``position`` (filled: seen as context; hollow:
+    the one being predicted) with the exact and the model's predictive mean +- 2 sd at each of them,
+    so the bands narrow as evidence accumulates. Right: the two predictive densities at ``position``
+    with the realised y. All inputs are one value per position of the episode.
+    """
+    arrs = [_as_numpy(a).ravel() for a in (y, mean_model, var_model, mean_bayes, var_bayes)]
+    n = arrs[0].shape[0]
+    if any(a.shape[0] != n for a in arrs):
+        raise ValueError("y, mean_model, var_model, mean_bayes and var_bayes need one value per position each")
+    if not 0 <= position < n:
+        raise ValueError(f"position must be in 0..{n - 1}, got {position}")
+    yv, mm, vm, mb, vb = arrs
+    fig, (ax_l, ax_r) = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    j = np.arange(position + 1)
+    ax_l.errorbar(j - 0.12, mb[j], yerr=2 * np.sqrt(vb[j]), fmt="s", ms=4, color=BAYES_COLOR, capsize=2,
+                  label="Bayes mean +- 2 sd")
+    ax_l.errorbar(j + 0.12, mm[j], yerr=2 * np.sqrt(vm[j]), fmt="^", ms=4, color=_REG_MODEL_COLOR, capsize=2,
+                  label="model mean +- 2 sd")
+    if position > 0:
+        ax_l.plot(j[:-1], yv[:position], "o", color="k", ms=5, label="y seen (context)")
+    ax_l.plot([position], [yv[position]], "o", mfc="white", mec="k", mew=1.5, ms=8, label="y to predict")
+    ax_l.set_xlim(-0.6, n - 0.4)
+    ax_l.set_xticks(np.arange(n) if n <= 32 else np.arange(0, n, max(1, n // 16)))
+    ax_l.set_xlabel("position j (x token j)")
+    ax_l.set_ylabel("y")
+    ax_l.set_title(f"predictions at positions 0..{position}")
+    ax_l.legend(fontsize=7, loc="best")
+    ax_l.grid(alpha=0.3)
+    plot_gaussian_predictive(mm[position], vm[position], mb[position], vb[position], y=yv[position], ax=ax_r,
+                             title=f"position {position}: predictive densities")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------
+# Chapter 3: filtering a hidden Markov model
+
+
+def plot_hmm_posteriors(bayes_probs: Any, model_probs: Any | None = None, *, states: Sequence[int] | Any | None = None,
+                        obs: Sequence[int] | Any | None = None, title: str | None = None) -> Figure:
+    """The filtering posterior of one HMM episode through time, as heatmaps (rows: hidden states,
+    columns: time t), the exact posterior on top and, if given, the model's below it.
+
+    ``bayes_probs`` and ``model_probs`` are (K, S). ``states`` (K,) marks the true hidden state with a
+    white dot; ``obs`` (K,) writes the observed symbol under each column.
+    """
+    p = _as_numpy(bayes_probs)
+    if p.ndim != 2:
+        raise ValueError(f"bayes_probs must be (time, states), got shape {p.shape}")
+    panels = [("exact posterior p(s_t | o_0..o_t)", p)]
+    if model_probs is not None:
+        q = _as_numpy(model_probs)
+        if q.shape != p.shape:
+            raise ValueError(f"model_probs {q.shape} must have the shape of bayes_probs {p.shape}")
+        panels.append(("model", q))
+    K, S = p.shape
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 0.32 * K + 2), 1.0 + 0.45 * S * len(panels) + 0.6),
+                             sharex=True, squeeze=False)
+    t = np.arange(K)
+    vmax = max(max(float(m.max()) for _, m in panels), 1e-9)  # one colour scale for both panels
+    for ax, (label, m) in zip(axes[:, 0], panels):
+        im = ax.imshow(m.T, aspect="auto", cmap="Blues", vmin=0.0, vmax=vmax, interpolation="nearest")
+        if states is not None:
+            ax.scatter(t, _as_numpy(states).astype(int), s=14, color="white", edgecolor="black", lw=0.6)
+            label += "   (white dots: the true hidden state)"
+        ax.set_ylabel("state")
+        ax.set_yticks(np.arange(S))
+        ax.set_title(label, fontsize=10, loc="left")
+        ax.tick_params(labelsize=7)
+    ax = axes[-1, 0]
+    step = 1 if K <= 30 else max(1, K // 15)
+    ax.set_xticks(t[::step])
+    if obs is not None:
+        o = _as_numpy(obs).astype(int)
+        ax.set_xticklabels([f"{i}\no={o[i]}" for i in t[::step]])
+        ax.set_xlabel("time t (and the symbol o_t observed)")
+    else:
+        ax.set_xlabel("time t")
+    fig.colorbar(im, ax=axes[:, 0].tolist(), label="probability", fraction=0.03, pad=0.02)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_position_errors(curves: dict[str, Sequence[float] | Any], *, train_length: int | None = None,
+                         ylabel: str = "entropy MAE (bits)", logy: bool = True, ax: Axes | None = None,
+                         title: str | None = None) -> Figure:
+    """Per-position error curves against the observation number 1..K (e.g. an ``EvalResult``'s
+    ``per_position["entropy_mae"]`` for several models or episode lengths).
+
+    ``train_length`` draws a vertical line after the last position seen in training and shades the
+    positions beyond it. ``logy``: log scale (values are clipped at 1e-6 to stay drawable).
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 4))
+    longest = 0
+    for label, values in curves.items():
+        y = _as_numpy(values)
+        if y.ndim != 1:
+            raise ValueError(f"curve {label!r} must be one value per position, got shape {y.shape}")
+        x = np.arange(1, y.size + 1)
+        longest = max(longest, y.size)
+        ax.plot(x, np.clip(y, 1e-6, None) if logy else y, "o-", ms=3, lw=1.2, label=label)
+    if train_length is not None:
+        ax.axvline(train_length + 0.5, color="k", ls="--", lw=1.2, label=f"training length ({train_length})")
+        if longest > train_length:
+            ax.axvspan(train_length + 0.5, longest + 0.5, color=ELIMINATED_COLOR, alpha=0.12,
+                       label="positions never seen in training")
+    if logy:
+        ax.set_yscale("log")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    ax.set_xlim(0.5, longest + 0.5)
+    ax.set_xlabel("observation number (position 1 = o_0)")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def plot_hmm_step(bayes_probs: Any, model_probs: Any, h_bayes: Any, h_model: Any, t: int, *,
+                  obs: Sequence[int] | Any | None = None, states: Sequence[int] | Any | None = None) -> Figure:
+    """Two panels for time ``t`` of one HMM episode: the exact posterior and the model's over the S
+    hidden states as bars (the true state outlined), and both entropies through time with ``t`` marked.
+
+    ``bayes_probs``, ``model_probs``: (K, S); ``h_bayes``, ``h_model``: (K,) entropies in bits.
+    """
+    p, q = _as_numpy(bayes_probs), _as_numpy(model_probs)
+    hb, hm = _as_numpy(h_bayes), _as_numpy(h_model)
+    if p.ndim != 2 or q.shape != p.shape:
+        raise ValueError(f"bayes_probs {p.shape} and model_probs {q.shape} must both be (time, states)")
+    K, S = p.shape
+    if hb.shape != (K,) or hm.shape != (K,):
+        raise ValueError(f"h_bayes {hb.shape} and h_model {hm.shape} must be one entropy per time step ({K},)")
+    if not 0 <= t < K:
+        raise ValueError(f"t must be in 0..{K - 1}, got {t}")
+    fig, (ax_p, ax_h) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [1, 1.4]})
+    x = np.arange(S)
+    ax_p.bar(x - 0.2, p[t], width=0.4, color=BAYES_COLOR, label="exact posterior")
+    ax_p.bar(x + 0.2, q[t], width=0.4, color=MARGINAL_COLOR, label="model")
+    if states is not None:
+        s = int(_as_numpy(states)[t])
+        ax_p.bar([s], [max(p[t, s], q[t, s])], width=0.9, fill=False, edgecolor="black", lw=1.5,
+                 label="true hidden state")
+    ax_p.set_xticks(x)
+    ax_p.set_xlabel("hidden state")
+    ax_p.set_ylabel("probability")
+    ax_p.set_ylim(0, 1.05)
+    seen = f", observed o_t = {int(_as_numpy(obs)[t])}" if obs is not None else ""
+    ax_p.set_title(f"t = {t}{seen}", fontsize=10)
+    ax_p.legend(fontsize=8, loc="upper left")
+    steps = np.arange(K)
+    ax_h.plot(steps, hb, "o-", ms=3, color=BAYES_COLOR, label="exact posterior")
+    ax_h.plot(steps, hm, "s--", ms=3, color=MARGINAL_COLOR, label="model")
+    ax_h.axhline(np.log2(S), color=ELIMINATED_COLOR, lw=1, ls=":", label=f"uniform, log2 {S}")
+    ax_h.plot([t], [hb[t]], "o", ms=10, mfc="none", mec="black", mew=2)
+    ax_h.set_xlabel("time t")
+    ax_h.set_ylabel("entropy (bits)")
+    ax_h.set_ylim(0, np.log2(S) * 1.08)
+    ax_h.set_title("entropy of the belief over the hidden state", fontsize=10)
+    ax_h.legend(fontsize=8, loc="lower right")
+    ax_h.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

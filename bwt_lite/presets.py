@@ -41,6 +41,8 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
     ("hmm", "transformer", "lite"): {"d_model": 96, "n_layers": 4, "n_heads": 6},
+    ("recall", "transformer", "lite"): {"d_model": 96, "n_layers": 2, "n_heads": 6},
+    ("regression", "transformer", "lite"): {"d_model": 96, "n_layers": 3, "n_heads": 6},
 }
 
 # Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
@@ -66,6 +68,10 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("hmm", "transformer", "lite"): TrainConfig(steps=3_000, batch_size=32, lr=2e-3, weight_decay=0.01,
                                                 warmup_steps=200, eval_every=250, target="soft"),
     ("hmm", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], target="soft"),
+    ("recall", "transformer", "lite"): TrainConfig(steps=4_000, batch_size=64, lr=2e-3, weight_decay=0.01,
+                                                   warmup_steps=200, eval_every=250),
+    ("regression", "transformer", "lite"): TrainConfig(steps=3_000, batch_size=64, lr=2e-3, weight_decay=0.01,
+                                                       warmup_steps=200, eval_every=250),
 }
 
 

@@ -106,3 +106,170 @@ def prediction_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, pos
         show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
         position=ipywidgets.IntSlider(value=position, min=0, max=n - 1, description="position",
                                       continuous_update=False))
+
+
+def recall_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, position: int | None = None) -> ipywidgets.interactive:
+    """Step through the key positions of one recall episode (chapter 4).
+
+    At key step ``t`` it prints the key, whether it was seen before (at which pair, how far back,
+    with which value) and both entropies, and draws the episode's tokens with that key outlined above
+    the model's predicted distribution beside the exact posterior. Controls: the episode seed and the
+    key step. ``position`` is the initial key step (default: the episode's first recall).
+    """
+    from .evaluate import recall_key_stats
+
+    n = tunnel.positions.numel()
+    if position is not None and not 0 <= position < n:
+        raise ValueError(f"position must be in 0..{n - 1}, got {position}")
+    first = next(model.parameters(), None)
+    device = first.device if first is not None else torch.device("cpu")
+    cache: dict[int, dict] = {}
+
+    def episode(s: int) -> dict:
+        if s not in cache:
+            ep = tunnel.sample(1, torch.Generator(device=device).manual_seed(s))
+            with torch.no_grad():
+                q = torch.softmax(model(ep.inputs, ep.positions).double(), -1)[0].cpu()
+            stats = recall_key_stats(ep.inputs[:, ep.positions], tunnel.V)
+            cache[s] = {"tokens": ep.inputs[0].cpu(), "positions": ep.positions.cpu(), "p": ep.probs[0].cpu(), "q": q,
+                        "keys": ep.inputs[0, ep.positions].cpu().tolist(), "values": ep.target[0].cpu().tolist(),
+                        **{k: v[0].cpu() for k, v in stats.items()}}
+        return cache[s]
+
+    def show(seed: int, position: int) -> None:
+        e = episode(seed)
+        t = position
+        key, p, q = e["keys"][t], e["p"][t], e["q"][t]
+        h_b, h_m = entropy_bits(p).item(), entropy_bits(q).item()
+        if e["seen"][t]:
+            s = int(e["previous"][t])
+            print(f"key step t = {t}: key {key} was SEEN at pair {s} ({int(e['distance'][t])} pair(s) back) with "
+                  f"value {e['values'][s]}: Bayes is a point mass on it (recall)")
+        else:
+            print(f"key step t = {t}: key {key} is NEW: Bayes is uniform over all {tunnel.V} values")
+        print(f"distinct pairs stored before it: {int(e['stored'][t])} | H_Bayes {h_b:.3f} bits | H_model {h_m:.3f} bits"
+              f" | model's top value {int(q.argmax())} (p = {q.max().item():.3f})")
+        fig = plots.plot_recall_step(e["tokens"], e["positions"], tunnel.V, t, q, p, seen=e["seen"],
+                                     previous=e["previous"],
+                                     title=f"key step {t}: H_Bayes {h_b:.3f} bits, H_model {h_m:.3f} bits")
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
+    if position is None:
+        seen0 = episode(seed)["seen"]
+        position = int(seen0.nonzero()[0, 0]) if seen0.any() else 0
+    return ipywidgets.interactive(
+        show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
+        position=ipywidgets.IntSlider(value=position, min=0, max=n - 1, description="key step",
+                                      continuous_update=False))
+
+
+def regression_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, position: int = 4
+                      ) -> ipywidgets.interactive:
+    """Step through one Bayesian-linear-regression episode (chapter 5).
+
+    At prediction position i it lists the context pairs (x_j, y_j), j < i, and compares the model's
+    predictive N(mean, var) at x_i with the exact posterior predictive (means, variances, entropies
+    in bits and the KL), drawn as two density curves with the realised y_i, beside the predictions
+    at every earlier position. Controls: the episode seed and the position.
+    """
+    from .metrics import gaussian_entropy_bits, gaussian_kl_bits
+
+    if getattr(tunnel, "kind", None) != "gaussian" or not hasattr(tunnel, "split_inputs"):
+        raise ValueError("regression_widget needs the regression tunnel (make_tunnel('regression', ...))")
+    n = tunnel.positions.numel()
+    if not 0 <= position < n:
+        raise ValueError(f"position must be in 0..{n - 1}, got {position}")
+    device = next(model.parameters()).device
+    cache: dict[int, dict[str, torch.Tensor]] = {}
+
+    def episode(s: int) -> dict[str, torch.Tensor]:
+        if s not in cache:
+            ep = tunnel.sample(1, torch.Generator(device=device).manual_seed(s))
+            was_training = model.training
+            model.eval()
+            with torch.no_grad():
+                out = model(ep.inputs, ep.positions)[0].double().cpu()
+            model.train(was_training)
+            x, y = tunnel.split_inputs(ep)
+            cache[s] = {"x": x[0].cpu(), "y": y[0].double().cpu(), "mean_q": out[:, 0], "var_q": out[:, 1].exp(),
+                        "mean_p": ep.mean[0].cpu(), "var_p": ep.var[0].cpu()}
+        return cache[s]
+
+    def show(seed: int, position: int) -> None:
+        e, i = episode(seed), position
+        rows = [f"  j={j:2d}  x=({', '.join(f'{v:+.2f}' for v in e['x'][j].tolist())})  y={e['y'][j].item():+.3f}"
+                for j in range(i)]
+        print(f"context: {i} pair(s) seen" + (":" if i else " (the prediction is the prior predictive)"))
+        if len(rows) > 8:
+            rows = rows[:3] + [f"  ... ({len(rows) - 6} more)"] + rows[-3:]
+        for r in rows:
+            print(r)
+        mp, vp, mq, vq = e["mean_p"][i], e["var_p"][i], e["mean_q"][i], e["var_q"][i]
+        print(f"new x_{i} = ({', '.join(f'{v:+.2f}' for v in e['x'][i].tolist())}), realised y = {e['y'][i].item():+.3f}")
+        print(f"Bayes: mean {mp.item():+.3f}, var {vp.item():.4f}, H {gaussian_entropy_bits(vp).item():.3f} bits")
+        print(f"model: mean {mq.item():+.3f}, var {vq.item():.4f}, H {gaussian_entropy_bits(vq).item():.3f} bits"
+              f" | KL(Bayes || model) {gaussian_kl_bits(mp, vp, mq, vq).item():.4f} bits")
+        fig = plots.plot_regression_step(e["y"], e["mean_q"], e["var_q"], e["mean_p"], e["var_p"], i)
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
+    return ipywidgets.interactive(
+        show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
+        position=ipywidgets.IntSlider(value=position, min=0, max=n - 1, description="position i",
+                                      continuous_update=False))
+
+
+def hmm_filter_widget(model: torch.nn.Module, tunnel: Tunnel | None = None, seed: int = 0,
+                      t: int = 0) -> ipywidgets.interactive:
+    """Step through one HMM episode: at time ``t``, the observed symbol and the true hidden state, the
+    exact filtering posterior and the model's as bars, and both entropies through time.
+
+    Controls: the episode seed and the time step. ``tunnel`` defaults to ``make_tunnel("hmm")``
+    (K = 20); pass a longer one (e.g. K = 50, within the model's position table) to look past the
+    training length.
+    """
+    from .metrics import kl_bits
+    from .tunnels.hmm import HMM
+
+    tunnel = tunnel if tunnel is not None else make_tunnel("hmm")
+    if not isinstance(tunnel, HMM):
+        raise ValueError(f"hmm_filter_widget needs an HMM tunnel, got {type(tunnel).__name__}")
+    K = tunnel.positions.numel()
+    if not 0 <= t < K:
+        raise ValueError(f"t must be in 0..{K - 1}, got {t}")
+    device = next(model.parameters()).device
+    cache: dict[int, dict[str, torch.Tensor]] = {}
+
+    def episode(s: int) -> dict[str, torch.Tensor]:
+        if s not in cache:
+            ep = tunnel.sample(1, torch.Generator(device=device).manual_seed(s))
+            with torch.no_grad():
+                logits = model(ep.inputs, ep.positions).double()[0].cpu()
+            p = ep.probs[0].cpu()
+            _, _, obs = HMM.decode(ep.inputs[0].cpu())
+            q = torch.softmax(logits, -1)
+            cache[s] = {"p": p, "q": q, "obs": obs, "states": ep.target[0].cpu(), "h_b": entropy_bits(p),
+                        "h_m": entropy_bits(q), "kl": kl_bits(p, logits)}
+        return cache[s]
+
+    def show(seed: int, t: int) -> None:
+        e = episode(seed)
+        so_far = " ".join(str(o) for o in e["obs"][: t + 1].tolist())
+        print(f"observations o_0..o_{t}: {so_far}")
+        print(f"t = {t}: observed symbol {int(e['obs'][t])}, true hidden state {int(e['states'][t])} | "
+              f"H_Bayes {e['h_b'][t].item():.3f} bits, H_model {e['h_m'][t].item():.3f} bits, "
+              f"KL {e['kl'][t].item():.4f} bits")
+        fig = plots.plot_hmm_step(e["p"], e["q"], e["h_b"], e["h_m"], t, obs=e["obs"], states=e["states"])
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
+    return ipywidgets.interactive(
+        show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
+        t=ipywidgets.IntSlider(value=t, min=0, max=K - 1, description="time t", continuous_update=False))
