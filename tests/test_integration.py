@@ -134,3 +134,20 @@ def test_cli_length_beyond_the_position_table_is_a_clear_error(capsys):
     with pytest.raises(SystemExit) as e:
         main(["eval", "hmm", "transformer", "--steps", "2", "--length", "60", "--no-progress"])
     assert e.value.code == 2 and "position table" in capsys.readouterr().err
+
+
+def test_lite_target_status_says_met_or_missed():
+    from bwt_lite.evaluate import EvalResult
+    from bwt_lite.presets import LITE_TARGETS, lite_target_status
+
+    assert set(LITE_TARGETS) == set(TUNNELS)
+
+    def result(mae=0.0, acc=None):
+        return EvalResult(mae, 0.0, None, acc, 0.0, 1, {})
+    assert "meets" in lite_target_status("hmm", result(0.04))
+    missed = lite_target_status("hmm", result(0.136))
+    assert "misses" in missed and "0.1360" in missed and "longer training" in missed
+    assert "meets" in lite_target_status("recall", result(acc=0.995))
+    assert "misses" in lite_target_status("recall", result(acc=0.5))
+    with pytest.raises(ValueError, match="unknown tunnel"):
+        lite_target_status("nope", result())

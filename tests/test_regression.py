@@ -20,8 +20,13 @@ scales = st.floats(0.25, 2.0)
 def split_episodes(tunnel: Regression, ep) -> tuple[torch.Tensor, torch.Tensor]:
     """Recover x (B, N, d) and y (B, N) as float64 from the tokens (the last y from the target)."""
     d = tunnel.d
-    x = ep.inputs[:, 0::2, :d].to(torch.float64)
-    y = torch.cat([ep.inputs[:, 1::2, d], ep.target[:, -1:]], dim=1).to(torch.float64)
+    if tunnel.variant == "pairs":  # token i = (x_i, x_{i-1}, y_{i-1}, 1)
+        x = ep.inputs[:, :, :d].to(torch.float64)
+        assert torch.equal(ep.inputs[:, 1:, d:2 * d], ep.inputs[:, :-1, :d])
+        y = torch.cat([ep.inputs[:, 1:, 2 * d], ep.target[:, -1:]], dim=1).to(torch.float64)
+    else:
+        x = ep.inputs[:, 0::2, :d].to(torch.float64)
+        y = torch.cat([ep.inputs[:, 1::2, d], ep.target[:, -1:]], dim=1).to(torch.float64)
     return x, y
 
 
@@ -45,9 +50,10 @@ def schur_predictive(X: torch.Tensor, y: torch.Tensor, x_new: torch.Tensor, tau:
 
 
 @settings(max_examples=30, deadline=None)
-@given(d=st.integers(1, 6), N=st.integers(1, 20), tau=scales, sigma=scales, seed=st.integers(0, 2**31))
-def test_predictive_equals_schur_complement(d, N, tau, sigma, seed):
-    tunnel = Regression(d=d, N=N, tau=tau, sigma=sigma)
+@given(d=st.integers(1, 6), N=st.integers(1, 20), tau=scales, sigma=scales, seed=st.integers(0, 2**31),
+       variant=st.sampled_from(Regression.variants))
+def test_predictive_equals_schur_complement(d, N, tau, sigma, seed, variant):
+    tunnel = Regression(d=d, N=N, tau=tau, sigma=sigma, variant=variant)
     ep = tunnel.sample(8, gen(seed))
     assert ep.mean.dtype == ep.var.dtype == torch.float64
     x, y = split_episodes(tunnel, ep)
@@ -115,7 +121,7 @@ def grid_predictive_1d(xs: list[float], ys: list[float], x_new: float, tau: floa
 @settings(max_examples=12, deadline=None)
 @given(N=st.integers(1, 12), tau=st.floats(0.3, 3.0), sigma=st.floats(0.1, 2.0), seed=st.integers(0, 2**31))
 def test_predictive_equals_quadrature_d1(N, tau, sigma, seed):
-    tunnel = Regression(d=1, N=N, tau=tau, sigma=sigma)
+    tunnel = Regression(d=1, N=N, tau=tau, sigma=sigma, variant="interleaved")
     ep = tunnel.sample(3, gen(seed))
     x, y = split_episodes(tunnel, ep)
     for b in range(3):
@@ -128,8 +134,25 @@ def test_predictive_equals_quadrature_d1(N, tau, sigma, seed):
             assert abs(ep.var[b, i].item() - var) <= var_tol + 1e-13 * var
 
 
-def test_layout_and_targets():
+def test_pairs_layout_and_targets():
     t = Regression()
+    assert (t.d, t.N, t.tau, t.sigma, t.variant) == (4, 16, 1.0, 0.5, "pairs")
+    assert (t.seq_len, t.vocab_size, t.n_features, t.n_classes, t.answer_tokens) == (16, 0, 10, 1, None)
+    ep = t.sample(32, gen(5))
+    assert ep.inputs.shape == (32, 16, 10) and ep.inputs.dtype == torch.float32
+    assert ep.positions.tolist() == list(range(16)) and torch.equal(ep.positions, t.positions)
+    assert ep.target.shape == ep.mean.shape == ep.var.shape == (32, 16) and ep.probs is None
+    x_now, x_prev, y_prev, flag = ep.inputs[..., :4], ep.inputs[..., 4:8], ep.inputs[..., 8], ep.inputs[..., 9]
+    assert (ep.inputs[:, 0, 4:] == 0).all() and (flag[:, 1:] == 1).all()  # token 0 has no revealed pair
+    assert torch.equal(x_prev[:, 1:], x_now[:, :-1])  # token i carries pair i-1 ...
+    assert torch.equal(y_prev[:, 1:], ep.target[:, :-1])  # ... whose y is the previous target
+    x, y = t.split_inputs(ep)
+    assert torch.equal(x, x_now) and torch.equal(y, ep.target)
+    assert (ep.var > t.sigma ** 2).all() and torch.isfinite(ep.mean).all() and ep.inputs.is_contiguous()
+
+
+def test_interleaved_layout_and_targets():
+    t = Regression(variant="interleaved")
     assert (t.d, t.N, t.tau, t.sigma) == (4, 16, 1.0, 0.5)
     assert (t.seq_len, t.vocab_size, t.n_features, t.n_classes, t.answer_tokens) == (31, 0, 6, 1, None)
     assert Regression.kind == "gaussian" and Regression.name == "regression"
@@ -151,7 +174,7 @@ def test_layout_and_targets():
 
 
 def test_single_point_episode():
-    t = Regression(d=3, N=1)
+    t = Regression(d=3, N=1, variant="interleaved")
     ep = t.sample(5, gen(0))
     assert ep.inputs.shape == (5, 1, 5) and ep.positions.tolist() == [0] and ep.target.shape == (5, 1)
     x = ep.inputs[:, 0, :3].to(torch.float64)
@@ -311,10 +334,10 @@ def test_config_round_trip():
     t = Regression(d=2, N=5, tau=2, sigma=0.25)
     cfg = t.config()
     assert list(cfg)[0] == "tunnel" and cfg == {"tunnel": "regression", "d": 2, "N": 5, "tau": 2.0,
-                                                "sigma": 0.25, "variant": "default"}
+                                                "sigma": 0.25, "variant": "pairs"}
     assert isinstance(cfg["tau"], float)
     t2 = type(t)(**{k: v for k, v in cfg.items() if k != "tunnel"})
-    assert t2.config() == cfg and repr(t2) == "Regression(d=2, N=5, tau=2.0, sigma=0.25, variant='default')"
+    assert t2.config() == cfg and repr(t2) == "Regression(d=2, N=5, tau=2.0, sigma=0.25, variant='pairs')"
     assert torch.equal(t.sample(3, gen(1)).inputs, t2.sample(3, gen(1)).inputs)
 
 
@@ -330,7 +353,7 @@ def test_config_round_trip():
     ({"tau": math.nan}, ValueError, "tau must be a finite float > 0, got nan"),
     ({"sigma": math.inf}, ValueError, "sigma must be a finite float > 0, got inf"),
     ({"tau": "1"}, TypeError, "tau must be a finite float"),
-    ({"variant": "nope"}, ValueError, "allowed: default"),
+    ({"variant": "nope"}, ValueError, "allowed: pairs, interleaved"),
 ])
 def test_bad_arguments_name_the_argument(kwargs, err, fragment):
     with pytest.raises(err, match=fragment):

@@ -4,15 +4,24 @@ Fresh weights per episode, ``w ~ N(0, tau^2 I_d)``; inputs ``x_i ~ N(0, I_d)``; 
 ``y_i = w . x_i + eps_i`` with ``eps_i ~ N(0, sigma^2)``; ``N`` points. At every new ``x`` the model
 predicts a Gaussian (a mean and a log-variance head, trained with the Gaussian NLL).
 
-Layout (float features, no vocabulary): the interleaved tokens ``x_1, y_1, x_2, y_2, ..., x_N``
-(length ``2N - 1``; the last ``y`` is only a target), each a feature vector of width ``F = d + 2``::
+Layouts (float features, no vocabulary; ``variant``):
 
-    x token: (x_1, ..., x_d, 0, 1)     the last feature flags x tokens
-    y token: (0, ..., 0,     y, 0)
+- ``pairs`` (default): one token per prediction, ``N`` tokens; token i carries the new input and the
+  whole pair revealed just before it, width ``F = 2d + 2``::
 
-``inputs`` is (B, 2N-1, F) float32. The prediction positions are the N x tokens ``0, 2, 4, ...``;
-``target`` (B, N) float32 holds the sampled ``y_i``, bit for bit the value of the y token that
-follows x token i (the last one appears in no token).
+      token i: (x_i, x_{i-1}, y_{i-1}, 1)     token 0: (x_0, 0, ..., 0, 0, 0)
+
+  Every token is a prediction position. Attention then only has to pool the revealed pairs (as in
+  the bijection). This is the default because with interleaved tokens a causal model must first
+  learn a previous-token head to pair each y with its x before it can regress: the lite transformer
+  stayed on the prior-predictive plateau for 4,000 steps there (KL 1.08 bits), while on pair tokens
+  it fell to 0.37 bits in 1,000.
+- ``interleaved``: the tokens ``x_1, y_1, x_2, y_2, ..., x_N`` (length ``2N - 1``; the last ``y`` is
+  only a target), width ``F = d + 2``: an x token is ``(x, 0, 1)`` (the last feature flags x tokens),
+  a y token ``(0, ..., 0, y, 0)``; the prediction positions are the x tokens ``0, 2, 4, ...``.
+
+``inputs`` is float32; ``target`` (B, N) float32 holds the sampled ``y_i``, bit for bit the value
+the next tokens show (the last one appears in no token).
 
 Exact posterior predictive at x token i, having seen the pairs ``j < i``: Gaussian with mean
 ``x_i^T mu`` and variance ``sigma^2 + x_i^T Sigma x_i``, where
@@ -108,17 +117,20 @@ class Regression(Tunnel):
 
     name = "regression"
     kind = "gaussian"
-    variants = ("default",)
+    variants = ("pairs", "interleaved")
+    length_arg = "N"
 
-    def __init__(self, d: int = 4, N: int = 16, tau: float = 1.0, sigma: float = 0.5, variant: str = "default"):
+    def __init__(self, d: int = 4, N: int = 16, tau: float = 1.0, sigma: float = 0.5, variant: str = "pairs"):
         self.d = check_int("d", d, 1)
         self.N = check_int("N", N, 1)
         self.tau = _check_scale("tau", tau)
         self.sigma = _check_scale("sigma", sigma)
         self.variant = check_choice("variant", variant, self.variants)
-        self.seq_len, self.vocab_size, self.n_features = 2 * N - 1, 0, d + 2
-        self.n_classes, self.answer_tokens = 1, None
-        self.positions = torch.arange(0, 2 * N - 1, 2)
+        if variant == "pairs":
+            self.seq_len, self.n_features, self.positions = N, 2 * d + 2, torch.arange(N)
+        else:
+            self.seq_len, self.n_features, self.positions = 2 * N - 1, d + 2, torch.arange(0, 2 * N - 1, 2)
+        self.vocab_size, self.n_classes, self.answer_tokens = 0, 1, None
 
     def config(self) -> dict[str, Any]:
         return {"tunnel": self.name, "d": self.d, "N": self.N, "tau": self.tau, "sigma": self.sigma,
@@ -132,17 +144,26 @@ class Regression(Tunnel):
         eps = torch.randn(B, N, generator=g, device=dev, dtype=torch.float64) * self.sigma
         y = ((x.to(torch.float64) * w.unsqueeze(1)).sum(-1) + eps).to(torch.float32)  # (B, N)
 
-        tokens = torch.zeros(B, 2 * N, d + 2, dtype=torch.float32, device=dev)
-        tokens[:, 0::2, :d] = x
-        tokens[:, 0::2, d + 1] = 1.0
-        tokens[:, 1::2, d] = y
+        if self.variant == "pairs":
+            tokens = torch.zeros(B, N, 2 * d + 2, dtype=torch.float32, device=dev)
+            tokens[:, :, :d] = x
+            tokens[:, 1:, d:2 * d] = x[:, :-1]
+            tokens[:, 1:, 2 * d] = y[:, :-1]
+            tokens[:, 1:, 2 * d + 1] = 1.0
+        else:
+            tokens = torch.zeros(B, 2 * N, d + 2, dtype=torch.float32, device=dev)
+            tokens[:, 0::2, :d] = x
+            tokens[:, 0::2, d + 1] = 1.0
+            tokens[:, 1::2, d] = y
+            tokens = tokens[:, :-1]
         mean, var = self.posterior(x, y)
-        return Episodes(inputs=tokens[:, :-1].contiguous(), positions=self.positions.to(dev), target=y,
+        return Episodes(inputs=tokens.contiguous(), positions=self.positions.to(dev), target=y,
                         mean=mean, var=var)
 
     def split_inputs(self, episodes: Episodes) -> tuple[Tensor, Tensor]:
         """The inputs and answers of sampled episodes: ``x`` (B, N, d) and ``y`` (B, N)."""
-        return episodes.inputs[:, 0::2, :self.d], episodes.target
+        x = episodes.inputs[:, :, :self.d] if self.variant == "pairs" else episodes.inputs[:, 0::2, :self.d]
+        return x, episodes.target
 
     def posterior(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """Exact predictive of ``y[:, i]`` at ``x[:, i]`` given the pairs ``j < i``, for every i.
