@@ -6,11 +6,12 @@ the training stream (which is seeded ``seed``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Iterator
 
 import torch
 
 from .metrics import categorical_scores, entropy_mae, entropy_mae_of_means, gaussian_scores
-from .tunnels import Tunnel
+from .tunnels import Episodes, Tunnel
 from .validation import check_int
 
 EVAL_SEED_BASE = 1_000_000_007
@@ -32,20 +33,39 @@ class EvalResult:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 2048, seed: int = 0,
-             batch_size: int = 512, device: str | torch.device | None = None) -> EvalResult:
-    """Evaluate on ``episodes`` fresh held-out episodes (generator seeded ``EVAL_SEED_BASE + seed``)."""
+def held_out_batches(model: torch.nn.Module, tunnel: Tunnel, episodes: int, seed: int = 0, batch_size: int = 512,
+                     device: str | torch.device | None = None) -> Iterator[tuple[Episodes, torch.Tensor]]:
+    """Yield ``(episodes, model output)`` batches of ``episodes`` held-out episodes in eval mode.
+
+    The generator is seeded ``EVAL_SEED_BASE + seed`` (never the training stream); the device is the
+    model's (CPU for a model without parameters) unless given; the training flag is restored after.
+    """
     check_int("episodes", episodes, 1)
-    device = torch.device(device) if device is not None else next(model.parameters()).device
+    check_int("batch_size", batch_size, 1)
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
+    device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(EVAL_SEED_BASE + seed)
     was_training = model.training
     model.eval()
+    try:
+        left = episodes
+        while left > 0:
+            n = min(batch_size, left)
+            ep = tunnel.sample(n, gen)
+            yield ep, model(ep.inputs, ep.positions)
+            left -= n
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 2048, seed: int = 0,
+             batch_size: int = 512, device: str | torch.device | None = None) -> EvalResult:
+    """Evaluate on ``episodes`` fresh held-out episodes (generator seeded ``EVAL_SEED_BASE + seed``)."""
     parts: dict[str, list[torch.Tensor]] = {}
-    left = episodes
-    while left > 0:
-        n = min(batch_size, left)
-        ep = tunnel.sample(n, gen)
-        out = model(ep.inputs, ep.positions)
+    for ep, out in held_out_batches(model, tunnel, episodes, seed, batch_size, device):
         if ep.probs is None:
             scores = gaussian_scores(out, ep.mean, ep.var)
         else:
@@ -54,8 +74,6 @@ def evaluate(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 2048, seed:
             scores["scored"] = scored.to(torch.float64)
         for k, v in scores.items():
             parts.setdefault(k, []).append(v.cpu())
-        left -= n
-    model.train(was_training)
     s = {k: torch.cat(v) for k, v in parts.items()}
     mae, mae_curve = entropy_mae(s["h_model"], s["h_bayes"])
     per_position = {
@@ -162,29 +180,14 @@ def recall_breakdown(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 204
 
     if not isinstance(tunnel, Recall):
         raise ValueError(f"tunnel must be a recall tunnel (make_tunnel('recall', ...)), got {type(tunnel).__name__}")
-    check_int("episodes", episodes, 1)
-    check_int("batch_size", batch_size, 1)
-    if device is None:
-        first = next(model.parameters(), None)
-        device = first.device if first is not None else torch.device("cpu")
-    device = torch.device(device)
-    gen = torch.Generator(device=device).manual_seed(EVAL_SEED_BASE + seed)
-    was_training = model.training
-    model.eval()
     parts: dict[str, list[torch.Tensor]] = {}
-    left = episodes
-    while left > 0:
-        n = min(batch_size, left)
-        ep = tunnel.sample(n, gen)
-        logits = model(ep.inputs, ep.positions)
+    for ep, logits in held_out_batches(model, tunnel, episodes, seed, batch_size, device):
         scores = categorical_scores(logits, ep.probs, ep.target)
         stats = recall_key_stats(ep.inputs[:, ep.positions], tunnel.V)
         seen = stats["seen"]
         for name, v in (("stored", stats["stored"]), ("distance", stats["distance"]), ("correct", scores["correct"]),
                         ("entropy_mae", scores["abs_err"]), ("kl", scores["kl"])):
             parts.setdefault(name, []).append(v[seen].cpu())
-        left -= n
-    model.train(was_training)
     s = {k: torch.cat(v) for k, v in parts.items()}
     per = {"accuracy": s["correct"], "entropy_mae": s["entropy_mae"], "kl": s["kl"]}
     recalls = int(s["correct"].numel())

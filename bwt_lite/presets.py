@@ -142,6 +142,8 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("bijection", "mlp", {}),
     ("hmm", "transformer", {}),
     ("hmm", "mlp", {}),
+    ("recall", "transformer", {}),
+    ("recall", "mlp", {}),
     ("regression", "transformer", {}),
     ("regression", "mlp", {}),
 )

@@ -18,12 +18,6 @@ from bwt_lite.widgets import hmm_filter_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def episode():
     tunnel = make_tunnel("hmm", K=12)

@@ -21,12 +21,6 @@ from bwt_lite.widgets import recall_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 def loop_stats(keys: list[int]) -> tuple[list, list, list, list]:
     """Reference (seen, stored, previous, distance) for one episode's keys, by plain loops."""
     seen, stored, previous, distance = [], [], [], []

@@ -17,12 +17,6 @@ from bwt_lite.widgets import regression_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def setup():
     tunnel = make_tunnel("regression", d=2, N=6)
