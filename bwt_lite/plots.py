@@ -12,6 +12,12 @@ Chapter 1 (bijection): :func:`plot_posterior_bars`, :func:`plot_entropy_staircas
 :func:`plot_posterior_heatmap`, :func:`plot_elimination_step`.
 Chapter 2 (learning the posterior): :func:`plot_entropy_calibration`,
 :func:`plot_prediction_vs_posterior`, :func:`plot_learning_curves`.
+Chapter 3 (HMM filtering): :func:`plot_hmm_posteriors`, :func:`plot_position_errors`, :func:`plot_hmm_step`.
+Chapter 4 (associative recall): :func:`plot_recall_tokens`, :func:`plot_recall_episode`,
+:func:`plot_recall_fraction`, :func:`plot_recall_breakdown`, :func:`plot_recall_step`.
+Chapter 5 (Bayesian regression): :func:`plot_gaussian_errors_by_position`, :func:`plot_variance_by_position`,
+:func:`plot_predicted_vs_exact`, :func:`plot_standardised_residuals`, :func:`plot_gaussian_predictive`,
+:func:`plot_regression_step`.
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ Every control is an ``ipywidgets.interactive``: it runs once when built, so an e
 (and the book built from it) shows its initial state; on Colab or in Jupyter it responds to the
 slider.
 
-Chapter 1: :func:`elimination_widget`. Chapter 2: :func:`prediction_widget`.
+Chapter 1: :func:`elimination_widget`. Chapter 2: :func:`prediction_widget`. Chapter 3:
+:func:`hmm_filter_widget`. Chapter 4: :func:`recall_widget`. Chapter 5: :func:`regression_widget`.
 """
 from __future__ import annotations
 
