@@ -22,3 +22,12 @@ def report(ok: bool, message: str) -> bool:
     """Print the one-line verdict and return ``ok``."""
     print(("Correct! " if ok else "Not yet: ") + message)
     return ok
+
+
+def pairs_text(keys: list[int], values: list[int], limit: int = 6) -> str:
+    """The (key, value) pairs revealed so far, for a checker's message: "revealed 3→1, 0→4, ..."."""
+    if not keys:
+        return "no pairs revealed yet"
+    shown = ", ".join(f"{k}\u2192{v}" for k, v in zip(keys[:limit], values[:limit]))
+    more = f", ... ({len(keys) - limit} more)" if len(keys) > limit else ""
+    return f"revealed {shown}{more}"

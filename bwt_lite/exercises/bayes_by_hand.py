@@ -19,6 +19,7 @@ import torch
 from ..metrics import entropy_bits, entropy_mae
 from ..tunnels import make_tunnel
 from . import call as _call
+from . import pairs_text
 from . import report as _report
 
 PosteriorFn = Callable[[list, list, int, int], Any]
@@ -44,14 +45,6 @@ def _as_vector(got: Any, n: int, what: str) -> tuple[torch.Tensor | None, str | 
     return vec, None
 
 
-def _pairs_text(keys: list[int], values: list[int], limit: int = 6) -> str:
-    if not keys:
-        return "no pairs revealed yet"
-    shown = ", ".join(f"{k}\u2192{v}" for k, v in zip(keys[:limit], values[:limit]))
-    more = f", ... ({len(keys) - limit} more)" if len(keys) > limit else ""
-    return f"revealed {shown}{more}"
-
-
 def _episodes(variant: str, cases: list[tuple[int, int]], n: int, seed: int) -> Iterator[tuple[int, list, list, torch.Tensor]]:
     """(V, keys, values, exact posterior (L, V)) of ``n`` seeded episodes for each (V, L)."""
     for i, (V, L) in enumerate(cases):
@@ -66,7 +59,7 @@ def _episodes(variant: str, cases: list[tuple[int, int]], n: int, seed: int) -> 
 def _diagnose(got: torch.Tensor, want: torch.Tensor, keys: list[int], values: list[int], key: int,
               t: int) -> str:
     """Say where a posterior over V values differs from the exact one (at step ``t``)."""
-    where = f"at step t = {t} ({_pairs_text(keys, values)}; asking for key {key})"
+    where = f"at step t = {t} ({pairs_text(keys, values)}; asking for key {key})"
     if (got < -_TOL).any():
         v = int(got.argmin())
         return f"{where} you give value {v} a negative probability ({got[v].item():.4g})."
@@ -102,7 +95,7 @@ def _check_posterior_fn(fn: PosteriorFn, variant: str, cases: list[tuple[int, in
             prev_k, prev_v, key = list(keys[:t]), list(values[:t]), keys[t]
             got, err = _call(fn, list(prev_k), list(prev_v), key, V)
             if err:
-                return _report(False, f"at step t = {t} ({_pairs_text(prev_k, prev_v)}; asking for key "
+                return _report(False, f"at step t = {t} ({pairs_text(prev_k, prev_v)}; asking for key "
                                       f"{key}, V = {V}) {err}")
             vec, err = _as_vector(got, V, f"a vector of V = {V} probabilities, one per value")
             if err:

@@ -20,7 +20,7 @@ import torch
 
 from ..metrics import entropy_bits
 from ..tunnels import make_tunnel
-from . import call, report
+from . import call, pairs_text, report
 
 _TOL = 1e-6  # float32 answers are accepted
 # (V, L) cases for the closed forms: the chapter's, the bijection's sizes, tiny and lopsided ones.
@@ -47,14 +47,6 @@ def _number(got: Any, what: str) -> tuple[float | None, str | None]:
 
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
-
-
-def _pairs_text(keys: list[int], values: list[int], limit: int = 8) -> str:
-    if not keys:
-        return "no pairs revealed yet"
-    shown = ", ".join(f"{k}\u2192{v}" for k, v in zip(keys[:limit], values[:limit]))
-    more = f", ... ({len(keys) - limit} more)" if len(keys) > limit else ""
-    return f"revealed {shown}{more}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -103,7 +95,7 @@ def check_recall_posterior(fn: Callable[[list, list, int], Any]) -> bool:
 def _diagnose(got: torch.Tensor, want: torch.Tensor, keys: list[int], values: list[int], t: int, V: int) -> str:
     """Say why a posterior row differs from the exact one at key position ``t``."""
     key = keys[t]
-    where = f"at key position t = {t} ({_pairs_text(keys[:t], values[:t])}; asking for key {key})"
+    where = f"at key position t = {t} ({pairs_text(keys[:t], values[:t], limit=8)}; asking for key {key})"
     if (got < -_TOL).any():
         return f"{where} you give a negative probability ({got.min().item():.4g})."
     total = got.sum().item()
