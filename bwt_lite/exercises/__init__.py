@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch
+
 
 def call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
     """Run a student's function: ``(result, None)``, or ``(None, message)`` if it raised."""
@@ -16,6 +18,26 @@ def call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
         return fn(*args), None
     except Exception as e:  # a student's unfinished code: report, never raise
         return None, f"your function raised {type(e).__name__}: {e}"
+
+
+def answer_tensor(got: Any, shape: tuple[int, ...] | torch.Size, what: str, *,
+                  allow_singletons: bool = False) -> tuple[torch.Tensor | None, str | None]:
+    """A student's answer as a float64 CPU tensor of ``shape``, or ``(None, message)`` saying why not.
+
+    With ``allow_singletons``, extra or missing dimensions of size 1 are accepted and reshaped away.
+    """
+    shape = torch.Size(shape)
+    if got is None:
+        return None, f"your function returned None; return {what}."
+    try:
+        x = torch.as_tensor(got).detach().to("cpu", torch.float64)
+    except Exception:
+        return None, f"could not read your answer ({type(got).__name__}) as numbers; return {what}."
+    if allow_singletons and x.shape != shape and [d for d in x.shape if d != 1] == [d for d in shape if d != 1]:
+        x = x.reshape(shape)
+    if x.shape != shape:
+        return None, f"your answer has shape {tuple(x.shape)}, expected {tuple(shape)}: return {what}."
+    return x, None
 
 
 def report(ok: bool, message: str) -> bool:

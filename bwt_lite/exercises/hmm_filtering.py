@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ..tunnels.hmm import HMM, forward_filter
+from . import answer_tensor
 from . import call as _call
 from . import report as _report
 
@@ -48,21 +49,6 @@ def _episodes(cases: list[tuple[int, int, int, int]], seed: int) -> Iterator[tup
             yield f"a random HMM with S = {S}, O = {O}, K = {K}", T[b], E[b], obs[b], ep.probs[b]
     T, E, obs = _zero_hmm()
     yield "the HMM with zero-probability transitions and emissions", T, E, obs, forward_filter(T, E, obs)
-
-
-def _as_tensor(got: Any, shape: tuple[int, ...], what: str) -> tuple[torch.Tensor | None, str | None]:
-    """The student's answer as a float64 tensor of ``shape``, or a message saying why not."""
-    if got is None:
-        return None, f"your function returned None; return {what}."
-    try:
-        x = torch.as_tensor(got).detach().to("cpu", torch.float64)
-    except Exception:
-        return None, f"could not read your answer ({type(got).__name__}) as numbers; return {what}."
-    if x.shape != torch.Size(shape) and [d for d in x.shape if d != 1] == [d for d in shape if d != 1]:
-        x = x.reshape(shape)  # extra or missing singleton dimensions are fine
-    if x.shape != torch.Size(shape):
-        return None, f"your answer has shape {tuple(x.shape)}; return {what} (shape {shape})."
-    return x, None
 
 
 def _normalise(x: torch.Tensor) -> torch.Tensor:
@@ -120,7 +106,7 @@ def check_forward_step(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, i
             where = f"on {label}, at t = {t} (belief {_fmt(belief)}, new symbol o = {o})"
             if err:
                 return _report(False, f"{where} {err}")
-            vec, err = _as_tensor(got, (S,), f"S = {S} probabilities, one per state")
+            vec, err = answer_tensor(got, (S,), f"S = {S} probabilities, one per state", allow_singletons=True)
             if err:
                 return _report(False, f"{where} {err}")
             if not torch.allclose(vec, want, atol=_TOL, rtol=0):
@@ -147,7 +133,8 @@ def check_filter(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Any]) 
         got, err = _call(fn, T.clone(), E.clone(), obs.clone())
         if err:
             return _report(False, f"on {label}: {err}")
-        x, err = _as_tensor(got, (K, S), f"one row of S = {S} probabilities per observation, K = {K} rows")
+        x, err = answer_tensor(got, (K, S), f"one row of S = {S} probabilities per observation, K = {K} rows",
+                               allow_singletons=True)
         if err:
             hint = ""
             if got is not None and hasattr(got, "shape") and len(got.shape) == 2 and got.shape[0] == K + 1:
@@ -198,7 +185,8 @@ def check_decode(fn: Callable[[torch.Tensor, int, int], Any]) -> bool:
                 return _report(False, f"{label} return a tuple (T, E, obs), got {type(got).__name__}.")
             for name, value, want, is_matrix in (("T", got[0], T, True), ("E", got[1], E, True),
                                                  ("obs", got[2], obs.to(torch.float64), False)):
-                x, err = _as_tensor(value, tuple(want.shape), f"{name} of shape {tuple(want.shape)}")
+                x, err = answer_tensor(value, tuple(want.shape), f"{name} of shape {tuple(want.shape)}",
+                                       allow_singletons=True)
                 if err and name == "obs" and value is not None and hasattr(value, "__len__") and len(value) == 2 * K:
                     return _report(False, f"{label} obs has 2K = {2 * K} entries: the OBS marker ({HMM.OBS}) "
                                           "comes before every symbol; keep every other token after SEP.")
@@ -248,7 +236,7 @@ def check_context_free_prediction(fn: Callable[[int, int, int, int], Any]) -> bo
         got, err = _call(fn, S, O, t, symbol)
         if err:
             return _report(False, f"{label} {err}")
-        x, err = _as_tensor(got, (S,), f"S = {S} probabilities, one per state")
+        x, err = answer_tensor(got, (S,), f"S = {S} probabilities, one per state", allow_singletons=True)
         if err:
             return _report(False, f"{label} {err}")
         want = torch.full((S,), 1.0 / S, dtype=torch.float64)

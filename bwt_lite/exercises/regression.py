@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ..metrics import entropy_mae, gaussian_entropy_bits, gaussian_kl_bits
 from ..tunnels.regression import Regression, posterior_predictive
-from . import call, report
+from . import answer_tensor, call, report
 
 LN2 = math.log(2.0)
 
@@ -46,18 +46,11 @@ def _as_float(v: Any) -> float:
 
 
 def _as_tensor(got: Any, shape: torch.Size, what: str) -> tuple[Tensor | None, str | None]:
-    """The student's answer as a float64 tensor of ``shape``, or a message saying why not."""
-    if got is None:
-        return None, f"your function returned None; return {what}."
-    try:
-        t = torch.as_tensor(got).detach().to("cpu", torch.float64)
-    except Exception:
-        return None, f"could not read your answer ({type(got).__name__}) as numbers; return {what}."
-    if t.shape != shape:
-        return None, f"your answer has shape {tuple(t.shape)}, expected {tuple(shape)}: return {what}."
-    if torch.isnan(t).any():
+    """The student's answer as a float64 tensor of ``shape`` without NaN, or a message saying why not."""
+    t, msg = answer_tensor(got, shape, what)
+    if t is not None and torch.isnan(t).any():
         return None, "your answer contains NaN."
-    return t, None
+    return t, msg
 
 
 def _close(a: float, b: float, tol: float = 1e-8) -> bool:
