@@ -7,9 +7,13 @@ Layout of one checkpoint folder ``<name>-<key[:16]>/``:
 - ``resume/step-NNNNNNN.{safetensors,json}``: periodic training state (weights, optimizer, RNG),
   removed when training completes.
 
-Lookup order: the cache directory (``BWT_CACHE_DIR``, else the platform user cache), then the
-checkpoints shipped with the package. A missing, truncated or altered file, or a checkpoint whose
-configuration is not the one asked for, raises :class:`CheckpointError`; weights never load silently wrong.
+Lookup order (:func:`load_or_train`): the cache directory (``BWT_CACHE_DIR``; else
+``MyDrive/bwt_cache`` when Google Drive is mounted on Colab; else the platform user cache), then the
+checkpoints shipped with the package, then the hosted ones (:mod:`bwt_lite.hosted`), and only then
+training. A missing, truncated or altered file, or a checkpoint whose configuration is not the one
+asked for, raises :class:`CheckpointError`; weights never load silently wrong. Every file is written
+to a temporary name and renamed into place, so a killed process never leaves a half-written file
+under a name that is read back.
 """
 from __future__ import annotations
 
@@ -19,19 +23,21 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from . import __version__
+from .device import amp_dtype, device_name, precision_name, resolve_device
 from .models import WindTunnelModel, build_model
 from .presets import FORMAT_VERSION, Preset
 from .train import TrainState, fit
 
 WEIGHTS, META, RESUME = "model.safetensors", "checkpoint.json", "resume"
 SHIPPED_DIR = Path(__file__).parent / "data" / "checkpoints"
+DRIVE_ROOT = Path("/content/drive/MyDrive")  # where Colab mounts Google Drive
 
 
 class CheckpointError(RuntimeError):
@@ -39,10 +45,13 @@ class CheckpointError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """``$BWT_CACHE_DIR`` if set, else the platform user cache directory for bwt_lite."""
+    """``$BWT_CACHE_DIR`` if set; else ``MyDrive/bwt_cache`` when Google Drive is mounted (so trained
+    models survive a Colab session); else the platform user cache directory for bwt_lite."""
     env = os.environ.get("BWT_CACHE_DIR")
     if env:
         return Path(env).expanduser()
+    if DRIVE_ROOT.is_dir():
+        return DRIVE_ROOT / "bwt_cache"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("bwt_lite"))
@@ -101,8 +110,12 @@ def _read_verified(path: Path, sha256: str, size: int) -> bytes:
 # Final checkpoints
 
 
-def save_checkpoint(directory: Path, preset: Preset, model: WindTunnelModel, state: TrainState) -> dict[str, Any]:
-    """Store a trained model (weights first, the JSON that vouches for them last)."""
+def save_checkpoint(directory: Path, preset: Preset, model: WindTunnelModel, state: TrainState,
+                    trained_on: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store a trained model (weights first, the JSON that vouches for them last).
+
+    ``trained_on`` (device, GPU name, precision, compile) is recorded as provenance, not part of the key.
+    """
     weights = st_save({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()})
     meta = {
         "format_version": FORMAT_VERSION,
@@ -119,6 +132,8 @@ def save_checkpoint(directory: Path, preset: Preset, model: WindTunnelModel, sta
         "bwt_lite_version": __version__,
         "torch_version": torch.__version__,
     }
+    if trained_on is not None:
+        meta["trained_on"] = trained_on
     atomic_write(Path(directory) / WEIGHTS, weights)
     atomic_write(Path(directory) / META, json.dumps(meta, indent=1).encode())
     return meta
@@ -186,7 +201,7 @@ def save_train_state(directory: Path, state: TrainState) -> None:
     tensors["generator"] = state.generator.cpu().contiguous()
     blob = st_save(tensors)
     meta = {"step": state.step, "history": state.history, "elapsed_s": state.elapsed_s,
-            "param_groups": state.optimizer["param_groups"], "opt_scalars": opt_state,
+            "param_groups": state.optimizer["param_groups"], "opt_scalars": opt_state, "scaler": state.scaler,
             "sha256": sha256_bytes(blob), "bytes": len(blob)}
     rdir = Path(directory) / RESUME
     stem = f"step-{state.step:07d}"
@@ -218,6 +233,7 @@ def load_train_state(directory: Path) -> TrainState | None:
             generator=tensors["generator"],
             history=meta["history"],
             elapsed_s=meta["elapsed_s"],
+            scaler=meta.get("scaler"),
         )
     return None
 
@@ -227,32 +243,59 @@ def load_train_state(directory: Path) -> TrainState | None:
 
 
 def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch.device = "cpu",
-                   fresh: bool = False, ckpt_every: int = 500, log=print,
-                   root: Path | None = None) -> tuple[WindTunnelModel, dict[str, Any]]:
-    """Train ``preset`` into the cache (or ``root``), resuming from its last periodic state unless ``fresh``."""
+                   fresh: bool = False, ckpt_every: int = 500, log: Callable[[str], None] = print,
+                   root: Path | None = None, amp: str = "auto", compile_model: bool = False,
+                   log_every_s: float | None = None) -> tuple[WindTunnelModel, dict[str, Any]]:
+    """Train ``preset`` into the cache (or ``root``), resuming from its last periodic state unless ``fresh``.
+
+    A state (weights, optimizer, RNG, scaler) is saved every ``ckpt_every`` steps; a run killed at
+    any moment restarts from the last one and, on CPU, ends with exactly the weights of an
+    uninterrupted run. ``device`` (``"auto"``: the GPU when visible), ``amp`` and ``compile_model``
+    are passed to :func:`bwt_lite.train.fit`. With ``log_every_s``, progress lines (steps/s, time
+    left, loss, entropy MAE) go to ``log`` at every evaluation and at least that often.
+    """
     directory = checkpoint_dir(preset, root)
+    dev = resolve_device(device)
+    dtype = amp_dtype(amp, dev)
     if fresh:
         shutil.rmtree(directory / RESUME, ignore_errors=True)
     resume = load_train_state(directory)
+    how = f"on {device_name(dev)}, {precision_name(dtype)}{', compiled' if compile_model else ''}"
     if resume is not None:
-        log(f"resuming {preset.name} from step {resume.step} of {preset.train.steps} ({directory})")
+        log(f"resuming {preset.name} from step {resume.step} of {preset.train.steps} ({directory}; {how})")
     else:
         log(f"training {preset.name} for {preset.train.steps} steps "
-            f"({'soft targets: exact posterior' if preset.train.target == 'soft' else 'sampled targets'})")
+            f"({'soft targets: exact posterior' if preset.train.target == 'soft' else 'sampled targets'}; {how})")
     model, state = fit(preset.tunnel, preset.model, preset.train, resume=resume,
                        on_checkpoint=lambda s: save_train_state(directory, s), ckpt_every=ckpt_every,
-                       progress=progress, device=device, desc=preset.name)
-    meta = save_checkpoint(directory, preset, model, state)
+                       progress=progress, device=dev, desc=preset.name, amp=amp, compile_model=compile_model,
+                       log=None if log_every_s is None else log, log_every_s=log_every_s or 0.0)
+    trained_on = {"device": dev.type, "device_name": device_name(dev), "precision": precision_name(dtype),
+                  "compile": compile_model}
+    meta = save_checkpoint(directory, preset, model, state, trained_on)
     shutil.rmtree(directory / RESUME, ignore_errors=True)
     return model.eval(), meta
 
 
 def load_or_train(preset: Preset, *, retrain: bool = False, progress: bool = True,
-                  device: str | torch.device = "cpu", ckpt_every: int = 500, log=print) -> tuple[WindTunnelModel, dict[str, Any]]:
-    """Load ``preset``'s verified checkpoint (cache, then shipped), else train it (resuming if possible)."""
+                  device: str | torch.device = "cpu", ckpt_every: int = 500, log: Callable[[str], None] = print,
+                  download: bool = True, amp: str = "auto",
+                  compile_model: bool = False) -> tuple[WindTunnelModel, dict[str, Any]]:
+    """Load ``preset``'s verified checkpoint (cache, then shipped, then hosted), else train it.
+
+    With ``download`` (the default), a preset published in :mod:`bwt_lite.hosted` is downloaded into
+    the cache, hash-verified, before any training; offline, that raises a clear error (pass
+    ``download=False`` to train instead). Training resumes from the last periodic state if there is one.
+    """
     if not retrain:
         found = find_checkpoint(preset)
         if found is not None:
             return load_checkpoint(found, preset, device=device)
+        if download:
+            from .hosted import fetch_checkpoint
+
+            fetched = fetch_checkpoint(preset, log=log)
+            if fetched is not None:
+                return load_checkpoint(fetched, preset, device=device)
     return train_and_save(preset, progress=progress, device=device, fresh=retrain, ckpt_every=ckpt_every,
-                          log=log)
+                          log=log, amp=amp, compile_model=compile_model)

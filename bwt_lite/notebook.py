@@ -1,21 +1,18 @@
 """One call at the top of every chapter: device, seeds, cache directory (Google Drive when mounted)."""
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-DRIVE_ROOT = Path("/content/drive/MyDrive")
-
 
 @dataclass
 class NotebookSetup:
     device: str  # "cuda" when a GPU is visible, else "cpu"
     seed: int
-    cache_dir: Path  # where checkpoints are cached (BWT_CACHE_DIR)
+    cache_dir: Path  # where checkpoints are cached (see bwt_lite.checkpoints.cache_dir)
 
 
 def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = True) -> NotebookSetup:
@@ -36,8 +33,6 @@ def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = Tru
         np.random.seed(seed)
     except ImportError:  # numpy is optional for the package itself
         pass
-    if "BWT_CACHE_DIR" not in os.environ and DRIVE_ROOT.is_dir():
-        os.environ["BWT_CACHE_DIR"] = str(DRIVE_ROOT / "bwt_cache")
     setup = NotebookSetup(device=device, seed=seed, cache_dir=cache_dir())
     if verbose:
         from . import __version__

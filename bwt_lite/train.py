@@ -6,10 +6,13 @@
 Two target modes (spec 1.8): ``"sampled"`` (cross-entropy against the sampled answer: the paper's
 claim and the default) and ``"soft"`` (cross-entropy against the exact posterior: same optimum,
 far less gradient noise; always labelled wherever its numbers appear).
+Device, mixed precision and ``torch.compile`` are keyword arguments of :func:`fit`, never part of
+a :class:`TrainConfig` (they do not change the recipe, so they do not change a checkpoint's key).
 """
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
@@ -17,6 +20,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from .device import amp_dtype, autocast, compiled, grad_scaler, resolve_device
 from .evaluate import EVAL_SEED_BASE, evaluate
 from .metrics import gaussian_nll
 from .models import WindTunnelModel, build_model
@@ -75,8 +79,11 @@ def loss_fn(out: torch.Tensor, episodes: Episodes, target: str) -> torch.Tensor:
 
     Categorical tunnels: cross-entropy over the answer classes. Gaussian tunnels (``out`` holds the
     predicted mean and log-variance): Gaussian NLL of the sampled value, or its expectation under the
-    exact predictive N(mean, var) for soft targets (same optimum, no sampling noise).
+    exact predictive N(mean, var) for soft targets (same optimum, no sampling noise). The loss is
+    taken in at least float32, also when the model ran under autocast.
     """
+    if out.dtype in (torch.float16, torch.bfloat16):
+        out = out.float()
     if episodes.probs is None:  # Gaussian head
         mean_q, log_var = out[..., 0], out[..., 1]
         if target == "sampled":
@@ -109,7 +116,10 @@ def init_model(model_cfg: Any, seed: int) -> WindTunnelModel:
 
 @dataclass
 class TrainState:
-    """Everything needed to continue training exactly where it stopped."""
+    """Everything needed to continue training exactly where it stopped.
+
+    The learning-rate schedule is a function of ``step`` (:func:`lr_at`), so the step is its state.
+    """
 
     step: int  # optimizer steps done
     model: dict[str, torch.Tensor]
@@ -117,6 +127,7 @@ class TrainState:
     generator: torch.Tensor  # training episode stream RNG state
     history: list[dict[str, float]] = field(default_factory=list)
     elapsed_s: float = 0.0  # training wall time so far
+    scaler: dict[str, Any] | None = None  # float16 gradient-scaler state (None without fp16 autocast)
 
 
 def fit(
@@ -130,59 +141,144 @@ def fit(
     progress: bool = True,
     device: str | torch.device = "cpu",
     desc: str = "train",
+    amp: str = "auto",
+    compile_model: bool = False,
+    log: Callable[[str], None] | None = None,
+    log_every_s: float = 60.0,
+    stop: Callable[[dict[str, float]], bool] | None = None,
 ) -> tuple[WindTunnelModel, TrainState]:
-    """Train a model on a tunnel; returns the model and its final state (history included)."""
-    device = torch.device(device)
+    """Train a model on a tunnel; returns the model and its final state (history included).
+
+    Episodes are generated on ``device`` (``"auto"``: the GPU when visible). ``amp`` and
+    ``compile_model`` choose mixed precision and ``torch.compile`` (:mod:`bwt_lite.device`; neither is
+    part of the preset). With ``log``, a line with steps/s and the time left is written at every
+    evaluation and, without a progress bar, at least every ``log_every_s`` seconds. ``stop`` is asked
+    after every evaluation (for benchmarks: time to a target); when it says True, training ends early.
+    """
+    device = resolve_device(device)
+    dtype = amp_dtype(amp, device)
     tunnel = make_tunnel(**tunnel_cfg)
     model = init_model(model_cfg, cfg.seed).to(device)
+    forward = compiled(model, compile_model)
     opt = make_optimizer(model, cfg)
+    scaler = grad_scaler(device, dtype)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     state = TrainState(step=0, model={}, optimizer={}, generator=gen.get_state())
     if resume is not None:
         model.load_state_dict(resume.model)
         opt.load_state_dict(resume.optimizer)
         gen.set_state(resume.generator)
+        if scaler is not None and resume.scaler is not None:
+            scaler.load_state_dict(resume.scaler)
         state = TrainState(resume.step, {}, {}, resume.generator, list(resume.history), resume.elapsed_s)
     bar = _progress(cfg.steps, state.step, progress, desc)
+    meter = Throughput(cfg.steps, state.step)
     model.train()
-    t0, loss_sum, loss_n = time.perf_counter(), 0.0, 0
+    t0 = time.perf_counter()
+    # running sums of the loss stay on the device (no sync per step); non-finite fp16 steps are skipped
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    loss_n = torch.zeros((), dtype=torch.float64, device=device)
+    done, stopped = state.step, False
     for step in range(state.step, cfg.steps):
         episodes = tunnel.sample(cfg.batch_size, gen)
-        loss = loss_fn(model(episodes.inputs, episodes.positions), episodes, cfg.target)
+        with autocast(device, dtype):
+            loss = loss_fn(forward(episodes.inputs, episodes.positions), episodes, cfg.target)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         lr = lr_at(step, cfg)
         for group in opt.param_groups:
             group["lr"] = lr * group["lr_mult"]
-        opt.step()
-        loss_sum, loss_n = loss_sum + loss.item(), loss_n + 1
+        if scaler is None:
+            opt.step()
+        else:
+            scaler.step(opt)  # skipped when the scaled gradients overflowed
+            scaler.update()
+        finite = torch.isfinite(loss.detach())
+        loss_sum += torch.where(finite, loss.detach().double(), 0.0)
+        loss_n += finite
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
             res = evaluate(model, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
             model.train()
-            row = {"step": done, "loss": loss_sum / loss_n, "entropy_mae_bits": res.entropy_mae_bits,
-                   "kl_bits": res.kl_bits, "accuracy": res.accuracy,
+            n = loss_n.item()
+            row = {"step": done, "loss": (loss_sum / loss_n).item() if n else math.nan,
+                   "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits, "accuracy": res.accuracy,
                    "elapsed_s": state.elapsed_s + time.perf_counter() - t0}
+            if not (math.isfinite(res.entropy_mae_bits) and math.isfinite(res.kl_bits)):
+                hint = "resume with amp='off' (bwt train --amp off)" if dtype is not None else "lower the learning rate"
+                raise FloatingPointError(f"{desc}: training diverged by step {done} (held-out metrics are not finite); "
+                                         f"the last periodic checkpoint is kept: {hint}")
             state.history.append(row)
-            loss_sum, loss_n = 0.0, 0
+            loss_sum.zero_()
+            loss_n.zero_()
             if bar is not None:
                 bar.set_postfix(loss=f"{row['loss']:.4f}", mae=f"{row['entropy_mae_bits']:.4f}")
+            if log is not None:
+                line = f"{desc}: {meter.line(done)} | loss {row['loss']:.4f} | entropy MAE {row['entropy_mae_bits']:.4f} bits"
+                if bar is not None:
+                    bar.write(line, file=sys.stderr)  # above the bar, which shows steps/s and time left itself
+                else:
+                    log(line)
+            stopped = stop is not None and bool(stop(row))
+        elif log is not None and bar is None and meter.seconds_since_line() >= log_every_s:
+            log(f"{desc}: {meter.line(done)}")
         if bar is not None:
             bar.update(1)
         if on_checkpoint is not None and (done % ckpt_every == 0 or done == cfg.steps):
-            on_checkpoint(_snapshot(done, model, opt, gen, state, t0))
+            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler))
+        if stopped:
+            break
     if bar is not None:
         bar.close()
     model.eval()
-    return model, _snapshot(max(cfg.steps, state.step), model, opt, gen, state, t0)
+    final = done if stopped else max(cfg.steps, state.step)
+    return model, _snapshot(final, model, opt, gen, state, t0, scaler)
 
 
 def _snapshot(step: int, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,
-              state: TrainState, t0: float) -> TrainState:
+              state: TrainState, t0: float, scaler: Any | None = None) -> TrainState:
     return TrainState(step=step, model={k: v.detach().clone() for k, v in model.state_dict().items()},
                       optimizer=opt.state_dict(), generator=gen.get_state(), history=list(state.history),
-                      elapsed_s=state.elapsed_s + time.perf_counter() - t0)
+                      elapsed_s=state.elapsed_s + time.perf_counter() - t0,
+                      scaler=None if scaler is None else dict(scaler.state_dict()))
+
+
+def format_duration(seconds: float) -> str:
+    """``"42 s"``, ``"7 min 05 s"``, ``"3 h 12 min"``."""
+    s = max(int(round(seconds)), 0)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class Throughput:
+    """Steps/s over the window since the last report, and the time left at that rate."""
+
+    def __init__(self, total: int, start_step: int, clock: Callable[[], float] = time.perf_counter):
+        self.total, self.clock = total, clock
+        self.last_step, self.last_t = start_step, clock()
+        self.rate: float | None = None
+
+    def seconds_since_line(self) -> float:
+        return self.clock() - self.last_t
+
+    def line(self, done: int) -> str:
+        """``"step 2,000/50,000 | 41.3 steps/s | about 19 min 22 s left"`` (and start a new window)."""
+        now = self.clock()
+        if done > self.last_step and now > self.last_t:
+            self.rate = (done - self.last_step) / (now - self.last_t)
+        self.last_step, self.last_t = done, now
+        text = f"step {done:,}/{self.total:,}"
+        if self.rate:
+            text += f" | {self.rate:.1f} steps/s | about {format_duration((self.total - done) / self.rate)} left"
+        return text
 
 
 def _progress(total: int, initial: int, enabled: bool, desc: str):
@@ -193,4 +289,5 @@ def _progress(total: int, initial: int, enabled: bool, desc: str):
     return tqdm(total=total, initial=initial, desc=desc, unit="step", dynamic_ncols=True, mininterval=1.0)
 
 
-__all__ = ["TARGET_MODES", "TrainConfig", "TrainState", "fit", "init_model", "loss_fn", "lr_at", "EVAL_SEED_BASE"]
+__all__ = ["TARGET_MODES", "EVAL_SEED_BASE", "Throughput", "TrainConfig", "TrainState", "fit", "format_duration",
+           "init_model", "loss_fn", "lr_at"]

@@ -1,5 +1,10 @@
 """Trainer and checkpoint cache: schedule, target modes, exact resume, verification errors."""
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -132,3 +137,47 @@ def test_value_lr_multiplier_groups():
         assert g["lr_mult"] == (10.0 if is_v else 1.0)
         assert g["weight_decay"] == (0.0 if all(q.dim() < 2 for q in g["params"]) else p.train.weight_decay)
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
+
+
+KILL_MID_WRITE = r'''
+import os, signal, sys
+import torch
+torch.set_num_threads(1)
+from bwt_lite.checkpoints import train_and_save
+from bwt_lite.presets import get_preset
+
+kill_at = sys.argv[1]  # a file name, or "" for no kill
+real_fsync = os.fsync
+
+def fsync_or_die(fd):
+    if kill_at and os.readlink(f"/proc/self/fd/{fd}").split("/")[-1].startswith(f".{kill_at}."):
+        os.ftruncate(fd, os.fstat(fd).st_size // 2)  # half of it on disk, under its temporary name
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_fsync(fd)
+
+os.fsync = fsync_or_die
+p = get_preset("bijection", "transformer", "lite", steps=12, batch_size=8, eval_every=4, eval_episodes=16, warmup_steps=3)
+train_and_save(p, progress=False, ckpt_every=4, log=print)
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to find the file being written")
+@pytest.mark.parametrize("killed_writing", ["step-0000008.safetensors", "step-0000008.json"])
+def test_sigkill_while_writing_a_state_resumes_from_the_last_complete_one(isolated_cache, killed_writing):
+    """SIGKILL in the middle of writing a periodic state: the half-written file is never read back,
+    the restart resumes from the previous state and ends with the uninterrupted run's exact weights."""
+    p = tiny()
+    full, _ = fit(p.tunnel, p.model, p.train, progress=False)
+    env = {**os.environ, "BWT_CACHE_DIR": str(isolated_cache), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-c", KILL_MID_WRITE]
+    first = subprocess.run(cmd + [killed_writing], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    resume = checkpoint_dir(p) / "resume"
+    assert not (resume / killed_writing).exists() and list(resume.glob(f".{killed_writing}.*.tmp"))
+    assert load_train_state(checkpoint_dir(p)).step == 4
+    second = subprocess.run(cmd + [""], env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert "resuming bijection-transformer-lite from step 4 of 12" in second.stdout
+    model, meta = load_checkpoint(checkpoint_dir(p), p)
+    assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), model.state_dict().values()))
+    assert meta["train_steps"] == 12 and not resume.exists()
