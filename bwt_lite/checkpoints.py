@@ -172,7 +172,7 @@ def load_checkpoint(directory: Path | str, preset: Preset | None = None,
     except (RuntimeError, ValueError) as e:
         raise CheckpointError(f"weights in {directory} do not fit the {stored.model.arch} model: {e}; "
                               f"{_clear_hint(directory)}") from e
-    return model.to(device).eval(), meta
+    return model.to(resolve_device(device)).eval(), meta
 
 
 def find_checkpoint(preset: Preset) -> Path | None:

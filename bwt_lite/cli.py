@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import torch
 
 from .checkpoints import CheckpointError, cache_dir, checkpoint_dir, find_checkpoint, load_or_train, train_and_save
+from .device import AMP_MODES
 from .evaluate import evaluate
 from .metrics import entropy_bits, gaussian_entropy_bits
 from .models import ARCHS, build_model
@@ -38,9 +39,11 @@ def _log(msg: str) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     preset = _preset(args)
     model, meta = train_and_save(preset, progress=_progress(args), device=args.device,
-                                 fresh=args.fresh, ckpt_every=args.ckpt_every, log=_log)
+                                 fresh=args.fresh, ckpt_every=args.ckpt_every, log=_log, amp=args.amp,
+                                 compile_model=args.compile, log_every_s=args.log_every)
     last = meta["history"][-1] if meta["history"] else {}
-    print(f"{preset.name}: {meta['train_steps']} steps in {meta['train_time_s']:.1f} s, "
+    rate = meta["train_steps"] / meta["train_time_s"] if meta["train_time_s"] > 0 else float("nan")
+    print(f"{preset.name}: {meta['train_steps']} steps in {meta['train_time_s']:.1f} s ({rate:.1f} steps/s), "
           f"entropy MAE {last.get('entropy_mae_bits', float('nan')):.4f} bits "
           f"(on {preset.train.eval_episodes} held-out episodes); saved to {checkpoint_dir(preset)}")
     return 0
@@ -61,7 +64,8 @@ def eval_tunnel(preset: Preset, length: int | None = None):
 def cmd_eval(args: argparse.Namespace) -> int:
     preset = _preset(args)
     tunnel = eval_tunnel(preset, args.length)
-    model, meta = load_or_train(preset, progress=_progress(args), device=args.device, log=_log)
+    model, meta = load_or_train(preset, progress=_progress(args), device=args.device, log=_log,
+                                download=not args.no_download)
     res = evaluate(model, tunnel, episodes=args.episodes, seed=args.seed_eval)
     paper = paper_value(preset.tunnel["tunnel"], preset.model.arch)
     out = {
@@ -165,9 +169,12 @@ def cmd_ship(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run
+    from .bench import format_table, run
 
-    print(json.dumps(run(train=args.train, target_bits=args.target), indent=None if args.json else 2))
+    result = run(scales=args.scale, tunnels=args.tunnels, device=args.device, amp=args.amp,
+                 compile_model=args.compile, train=args.train, target_bits=args.target, repeat=args.repeat,
+                 progress=_progress(args))
+    print(json.dumps(result) if args.json else format_table(result))
     return 0
 
 
@@ -184,13 +191,21 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=int, default=None, help=seed_help)
         sp.add_argument("--target", choices=TARGET_MODES, default=None,
                         help="sampled answers (default, the paper's objective) or the exact posterior (soft)")
-        sp.add_argument("--device", default="cpu")
+        sp.add_argument("--device", default="auto", help="auto (the GPU when visible), cpu, cuda, cuda:1...")
         sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def speed_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--amp", choices=AMP_MODES, default="auto",
+                        help="mixed precision: auto (bf16 or fp16 on CUDA, off on CPU), bf16, fp16, off")
+        sp.add_argument("--compile", action="store_true", help="torch.compile the model for training")
 
     sp = sub.add_parser("train", help="train a preset into the cache (resumes an interrupted run)")
     model_args(sp)
     sp.add_argument("--fresh", action="store_true", help="ignore any saved partial run and start over")
     sp.add_argument("--ckpt-every", type=int, default=500, help="steps between resumable checkpoints")
+    sp.add_argument("--log-every", type=float, default=60.0,
+                    help="seconds between progress lines (steps/s, time left) when no progress bar is shown")
+    speed_args(sp)
     sp.set_defaults(func=cmd_train)
 
     sp = sub.add_parser("eval", help="evaluate a preset on held-out episodes (trains it if missing)")
@@ -199,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--eval-seed", dest="seed_eval", type=int, default=0, help="seed of the held-out episodes")
     sp.add_argument("--length", type=int, default=None,
                     help="evaluate at another episode length (hmm: K, bijection/recall: L, regression: N)")
+    sp.add_argument("--no-download", action="store_true", help="never download a hosted checkpoint; train instead")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)
 
@@ -214,9 +230,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_info)
 
-    sp = sub.add_parser("bench", help="benchmarks on this machine (episodes/s, ms/step, time to target)")
-    sp.add_argument("--train", action="store_true", help="also train the lite transformer, timed to the target")
-    sp.add_argument("--target", type=float, default=0.02, help="entropy MAE target in bits")
+    sp = sub.add_parser("bench", help="benchmarks on this device (episodes/s, steps/s per architecture and scale, time to target)")
+    sp.add_argument("--scale", nargs="+", choices=SCALES, default=list(SCALES))
+    sp.add_argument("--tunnels", nargs="+", choices=sorted(TUNNELS), default=None, help="default: every tunnel with presets")
+    sp.add_argument("--device", default="auto")
+    speed_args(sp)
+    sp.add_argument("--repeat", type=int, default=None, help="timed steps per preset (default: 50 GPU; CPU 20 lite, 3 paper)")
+    sp.add_argument("--train", action="store_true", help="also train the bijection transformer until it reaches the target")
+    sp.add_argument("--target", type=float, default=None, help="entropy MAE target in bits (default 0.02 lite, 0.01 paper)")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_bench)
 

@@ -180,24 +180,8 @@ def fit(
     loss_n = torch.zeros((), dtype=torch.float64, device=device)
     done, stopped = state.step, False
     for step in range(state.step, cfg.steps):
-        episodes = tunnel.sample(cfg.batch_size, gen)
-        with autocast(device, dtype):
-            loss = loss_fn(forward(episodes.inputs, episodes.positions), episodes, cfg.target)
-        opt.zero_grad(set_to_none=True)
-        if scaler is None:
-            loss.backward()
-        else:
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)  # clip the true gradients
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        lr = lr_at(step, cfg)
-        for group in opt.param_groups:
-            group["lr"] = lr * group["lr_mult"]
-        if scaler is None:
-            opt.step()
-        else:
-            scaler.step(opt)  # skipped when the scaled gradients overflowed
-            scaler.update()
+        loss = train_step(forward, model, opt, tunnel.sample(cfg.batch_size, gen), cfg, step,
+                          device=device, dtype=dtype, scaler=scaler)
         finite = torch.isfinite(loss.detach())
         loss_sum += torch.where(finite, loss.detach().double(), 0.0)
         loss_n += finite
@@ -238,6 +222,35 @@ def fit(
     model.eval()
     final = done if stopped else max(cfg.steps, state.step)
     return model, _snapshot(final, model, opt, gen, state, t0, scaler)
+
+
+def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt: torch.optim.Optimizer,
+               episodes: Episodes, cfg: TrainConfig, step: int, *, device: torch.device,
+               dtype: torch.dtype | None = None, scaler: Any | None = None) -> torch.Tensor:
+    """One optimizer step on ``episodes`` at schedule position ``step``; returns the loss.
+
+    ``forward`` is the model or its compiled wrapper; the forward runs under autocast to ``dtype``
+    (None: float32); with a ``scaler`` (float16) the loss is scaled and the gradients unscaled
+    before clipping, and a step whose gradients overflowed is skipped.
+    """
+    with autocast(device, dtype):
+        loss = loss_fn(forward(episodes.inputs, episodes.positions), episodes, cfg.target)
+    opt.zero_grad(set_to_none=True)
+    if scaler is None:
+        loss.backward()
+    else:
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # clip the true gradients
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    lr = lr_at(step, cfg)
+    for group in opt.param_groups:
+        group["lr"] = lr * group["lr_mult"]
+    if scaler is None:
+        opt.step()
+    else:
+        scaler.step(opt)
+        scaler.update()
+    return loss
 
 
 def _snapshot(step: int, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,
@@ -290,4 +303,4 @@ def _progress(total: int, initial: int, enabled: bool, desc: str):
 
 
 __all__ = ["TARGET_MODES", "EVAL_SEED_BASE", "Throughput", "TrainConfig", "TrainState", "fit", "format_duration",
-           "init_model", "loss_fn", "lr_at"]
+           "init_model", "loss_fn", "lr_at", "train_step"]
