@@ -1,0 +1,47 @@
+"""The paper presets are the authors' production recipe (spec 1.7-1.8), exactly."""
+import pytest
+import torch
+
+from bwt_lite.models import build_model
+from bwt_lite.presets import get_preset
+from bwt_lite.train import lr_at, make_optimizer
+
+
+@pytest.mark.parametrize("arch, params, layers", [("transformer", 2_677_440, 6), ("mlp", 2_681_472, 9)])
+def test_bijection_paper_models_match_spec_1_7(arch, params, layers):
+    p = get_preset("bijection", arch, "paper")
+    with torch.device("meta"):
+        model = build_model(p.model)
+    assert model.n_params == params
+    m = p.model
+    assert (m.d_model, m.n_layers, m.vocab_size, m.n_positions) == (192, layers, 40, 38)
+    if arch == "transformer":
+        assert m.n_heads == 6 and m.d_model // m.n_heads == 32
+    assert p.tunnel == {"tunnel": "bijection", "V": 20, "L": 19, "variant": "separate"}
+
+
+@pytest.mark.parametrize("tunnel, arch", [("bijection", "transformer"), ("bijection", "mlp"), ("hmm", "transformer"),
+                                          ("recall", "transformer"), ("regression", "transformer")])
+def test_paper_training_recipe_matches_spec_1_8(tunnel, arch):
+    t = get_preset(tunnel, arch, "paper").train
+    assert (t.lr, t.weight_decay, t.warmup_steps, t.min_lr_ratio, t.grad_clip, t.batch_size) == (3e-4, 0.1, 2_000, 0.0, 1.0, 256)
+    assert 20_000 <= t.steps <= 50_000 and t.value_lr_mult == 1.0
+    assert t.target == ("soft" if tunnel == "hmm" else "sampled")  # the authors' HMM recipe used soft targets
+    assert lr_at(0, t) == pytest.approx(3e-4 / 2_000) and lr_at(1_999, t) == pytest.approx(3e-4)
+    assert lr_at(t.steps, t) == pytest.approx(0.0, abs=1e-15)  # cosine to zero
+    mid = 2_000 + (t.steps - 2_000) // 2
+    assert lr_at(mid, t) == pytest.approx(1.5e-4, rel=1e-3)
+
+
+def test_paper_optimizer_is_adamw_with_decay_on_matrices_only():
+    p = get_preset("bijection", "transformer", "paper")
+    model = build_model(p.model)
+    opt = make_optimizer(model, p.train)
+    assert isinstance(opt, torch.optim.AdamW)
+    for g in opt.param_groups:
+        assert g["weight_decay"] == (0.1 if all(q.dim() >= 2 for q in g["params"]) else 0.0)
+
+
+def test_hmm_paper_transformer_is_the_papers_text():
+    m = get_preset("hmm", "transformer", "paper").model
+    assert (m.n_layers, m.n_heads, m.d_model) == (9, 8, 256)
