@@ -46,10 +46,20 @@ class HeadForward:
     logits: Tensor  # (..., T, C)
 
 
+def _project(x: Tensor, W: Tensor) -> Tensor:
+    """``x @ W`` position-wise as one matrix product (per run when ``W`` has a leading run dim)."""
+    if W.dim() == 2:
+        return (x.reshape(-1, x.shape[-1]) @ W).reshape(*x.shape[:-1], W.shape[-1])
+    if W.dim() != 3 or x.shape[0] != W.shape[0]:
+        raise ValueError(f"a weight with a run dimension must be (R, a, b) with x (R, ..., a); got W "
+                         f"{tuple(W.shape)}, x {tuple(x.shape)}")
+    return torch.bmm(x.reshape(x.shape[0], -1, x.shape[-1]), W).reshape(*x.shape[:-1], W.shape[-1])
+
+
 def head_forward(x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, causal: bool = True) -> HeadForward:
     """One single-head forward pass. ``x`` (..., T, d_x); weights (d_x, d_k), (d_x, d_k), (d_x, d_v),
-    (d_v, C), or with leading dims that broadcast against ``x``'s (one head per run, for batched runs)."""
-    q, k, v = x @ W_Q, x @ W_K, x @ W_V
+    (d_v, C); or, to run R independent heads at once, weights (R, d_x, d_k), ... with ``x`` (R, ..., T, d_x)."""
+    q, k, v = _project(x, W_Q), _project(x, W_K), _project(x, W_V)
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
     T = x.shape[-2]
     masked = scores
@@ -58,7 +68,7 @@ def head_forward(x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, 
         masked = scores.masked_fill(~allowed, float("-inf"))
     alpha = masked.softmax(-1)
     z = alpha @ v
-    return HeadForward(q=q, k=k, v=v, scores=scores, alpha=alpha, z=z, logits=z @ W_O)
+    return HeadForward(q=q, k=k, v=v, scores=scores, alpha=alpha, z=z, logits=_project(z, W_O))
 
 
 class SingleHead(nn.Module):
@@ -102,40 +112,47 @@ def cross_entropy(logits: Tensor, target: Tensor) -> Tensor:
 
 def upstream_errors(logits: Tensor, target: Tensor, W_O: Tensor) -> Tensor:
     """``u_i = dL/dz_i = (softmax(logits_i) - onehot(y_i)) W_O^T / N`` for the mean cross-entropy over
-    all N predictions: (..., T, d_v)."""
-    if logits.shape[:-1] != target.shape:
-        raise ValueError(f"target must have shape {tuple(logits.shape[:-1])} (logits without C), got {tuple(target.shape)}")
-    err = logits.softmax(-1) - F.one_hot(target, logits.shape[-1]).to(logits.dtype)
-    return err @ W_O.transpose(-1, -2) / target.numel()
+    all N predictions: (..., T, d_v). A floating-point ``target`` (..., T, C) is a soft target (a
+    distribution per prediction) and replaces the one-hot."""
+    if target.is_floating_point():
+        if target.shape != logits.shape:
+            raise ValueError(f"a soft target must have the shape of the logits {tuple(logits.shape)}, got {tuple(target.shape)}")
+        err, n = logits.softmax(-1) - target.to(logits.dtype), target[..., 0].numel()
+    else:
+        if logits.shape[:-1] != target.shape:
+            raise ValueError(f"target must have shape {tuple(logits.shape[:-1])} (logits without C), got {tuple(target.shape)}")
+        err, n = logits.softmax(-1) - F.one_hot(target, logits.shape[-1]).to(logits.dtype), target.numel()
+    return err @ W_O.transpose(-1, -2) / n
 
 
-def _check_alpha(alpha: Tensor, other: Tensor, name: str) -> None:
-    if alpha.dim() < 2 or alpha.shape[-1] != alpha.shape[-2] or other.shape[:-1] != alpha.shape[:-1]:
-        raise ValueError(f"alpha must be (..., T, T) and {name} (..., T, d) with the same leading dims; "
-                         f"got alpha {tuple(alpha.shape)}, {name} {tuple(other.shape)}")
+def _centred_b(alpha: Tensor, u: Tensor, v: Tensor | None = None) -> Tensor | None:
+    """Check shapes (alpha (..., Tq, Tk), u (..., Tq, d), v (..., Tk, d)); return b - E_alpha[b]."""
+    if alpha.dim() < 2 or u.shape[:-1] != alpha.shape[:-1]:
+        raise ValueError(f"alpha must be (..., Tq, Tk) and u (..., Tq, d_v) with the same leading dims; "
+                         f"got alpha {tuple(alpha.shape)}, u {tuple(u.shape)}")
+    if v is None:
+        return None
+    if v.shape[:-2] != u.shape[:-2] or v.shape[-2] != alpha.shape[-1] or v.shape[-1] != u.shape[-1]:
+        raise ValueError(f"v must be (..., Tk, d_v) = {(*u.shape[:-2], alpha.shape[-1], u.shape[-1])}, got {tuple(v.shape)}")
+    b = u @ v.transpose(-1, -2)
+    return b - (alpha * b).sum(-1, keepdim=True)
 
 
 def score_gradient(alpha: Tensor, u: Tensor, v: Tensor) -> Tensor:
     """The advantage-based routing law: ``dL/ds_ij = alpha_ij (b_ij - sum_k alpha_ik b_ik)`` with
-    ``b_ij = u_i . v_j``. ``alpha`` (..., T, T), ``u`` (..., T, d_v), ``v`` (..., T, d_v) -> (..., T, T)."""
-    _check_alpha(alpha, u, "u")
-    if v.shape != u.shape:
-        raise ValueError(f"v must have the shape of u {tuple(u.shape)}, got {tuple(v.shape)}")
-    b = u @ v.transpose(-1, -2)
-    return alpha * (b - (alpha * b).sum(-1, keepdim=True))
+    ``b_ij = u_i . v_j``. ``alpha`` (..., Tq, Tk), ``u`` (..., Tq, d_v), ``v`` (..., Tk, d_v) -> (..., Tq, Tk)."""
+    return alpha * _centred_b(alpha, u, v)
 
 
 def advantage(alpha: Tensor, u: Tensor, v: Tensor) -> Tensor:
     """``A_ij = -(b_ij - E_alpha_i[b])``: how much better than the attention-weighted average value
-    ``v_j`` is for query ``i`` (positive: a gradient step moves attention towards ``j``), (..., T, T)."""
-    _check_alpha(alpha, u, "u")
-    b = u @ v.transpose(-1, -2)
-    return -(b - (alpha * b).sum(-1, keepdim=True))
+    ``v_j`` is for query ``i`` (positive: a gradient step moves attention towards ``j``), (..., Tq, Tk)."""
+    return -_centred_b(alpha, u, v)
 
 
 def value_gradient(alpha: Tensor, u: Tensor) -> Tensor:
-    """The responsibility-weighted update: ``dL/dv_j = sum_i alpha_ij u_i``, (..., T, d_v)."""
-    _check_alpha(alpha, u, "u")
+    """The responsibility-weighted update: ``dL/dv_j = sum_i alpha_ij u_i``, (..., Tk, d_v)."""
+    _centred_b(alpha, u)
     return alpha.transpose(-1, -2) @ u
 
 
@@ -174,3 +191,53 @@ def autograd_gradients(head: SingleHead, x: Tensor, target: Tensor) -> dict[str,
     loss = cross_entropy(f.logits, target)
     grads = torch.autograd.grad(loss, [head.W_Q, head.W_K, head.W_V, head.W_O, f.scores, f.v])
     return dict(zip(["W_Q", "W_K", "W_V", "W_O", "scores", "values"], grads))
+
+
+@dataclass
+class ScoreDescent:
+    """Gradient descent on one query's scores alone (the routing law at work), step by step."""
+
+    alpha: Tensor  # (steps + 1, n_keys) attention weights before each step and after the last
+    advantage: Tensor  # (steps + 1, n_keys) advantage of every key at that point
+    loss: Tensor  # (steps + 1,) the query's cross-entropy (nats)
+    lr: float
+
+
+def free_score_descent(values: Tensor, W_O: Tensor, target: Tensor, steps: int = 50, lr: float = 1.0,
+                       scores: Tensor | None = None) -> ScoreDescent:
+    """Descend the cross-entropy of one query on its attention scores only, values and readout fixed.
+
+    ``values`` (n, d_v) are the value vectors of the keys, ``W_O`` (d_v, C) the readout, ``target``
+    a class index (int) or a distribution over the C classes (soft target), ``scores`` (n,) the
+    starting scores (default 0: uniform attention). Each step is ``s <- s - lr * dL/ds`` with the
+    closed-form routing law, so attention flows to the keys whose advantage is positive and the
+    advantages re-centre as it moves.
+    """
+    values, W_O = check_float_tensor("values", values), check_float_tensor("W_O", W_O)
+    check_int("steps", steps, 0)
+    if values.dim() != 2 or W_O.dim() != 2 or W_O.shape[0] != values.shape[1]:
+        raise ValueError(f"values must be (n, d_v) and W_O (d_v, C); got {tuple(values.shape)} and {tuple(W_O.shape)}")
+    values, W_O = values.detach().to(torch.float64), W_O.detach().to(torch.float64)
+    n, C = values.shape[0], W_O.shape[1]
+    if isinstance(target, int) and not isinstance(target, bool):
+        if not 0 <= target < C:
+            raise ValueError(f"target must be a class in 0..{C - 1}, got {target}")
+        target = F.one_hot(torch.tensor(target), C).to(torch.float64)
+    target = check_float_tensor("target", target).detach().to(torch.float64)
+    if target.shape != (C,) or (target < 0).any() or abs(target.sum().item() - 1) > 1e-9:
+        raise ValueError(f"target must be a class index or a distribution over the C = {C} classes")
+    s = torch.zeros(n, dtype=torch.float64) if scores is None else check_float_tensor("scores", scores).detach().to(torch.float64).clone()
+    if s.shape != (n,):
+        raise ValueError(f"scores must have shape (n,) = ({n},), got {tuple(s.shape)}")
+    alphas, advs, losses = [], [], []
+    for step in range(steps + 1):
+        alpha = s.softmax(-1)
+        logits = (alpha @ values) @ W_O
+        u = upstream_errors(logits.view(1, C), target.view(1, C), W_O).view(-1)  # one prediction: N = 1
+        A = advantage(alpha.view(1, n), u.view(1, -1), values)
+        alphas.append(alpha)
+        advs.append(A.view(-1))
+        losses.append(-(target * logits.log_softmax(-1)).sum())
+        if step < steps:
+            s = s - lr * score_gradient(alpha.view(1, n), u.view(1, -1), values).view(-1)
+    return ScoreDescent(alpha=torch.stack(alphas), advantage=torch.stack(advs), loss=torch.stack(losses), lr=lr)

@@ -24,6 +24,7 @@ TUNNEL_ARGS: dict[str, dict[str, Any]] = {
     "hmm": {"S": 5, "O": 5, "K": 20, "variant": "default"},
     "recall": {"V": 16, "L": 32, "variant": "default"},
     "regression": {"d": 4, "N": 16, "tau": 1.0, "sigma": 0.5, "variant": "pairs"},
+    "sticky": {"S": 8, "d": 20, "L": 64, "stay": 0.3, "noise": 1.0, "means_seed": 0, "variant": "default"},
 }
 # Longest episode a model is evaluated on (length generalisation): its position table covers it.
 EVAL_LENGTH: dict[str, int] = {"hmm": 50}
@@ -161,6 +162,7 @@ LITE_TARGETS: dict[str, tuple[str, str, float]] = {
     "hmm": ("entropy_mae_bits", "max", 0.05),
     "recall": ("accuracy", "min", 0.99),  # top-1 on recalled (seen) keys
     "regression": ("entropy_mae_bits", "max", 0.05),
+    "sticky": ("entropy_mae_bits", "max", 0.05),
 }
 
 

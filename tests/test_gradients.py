@@ -8,6 +8,7 @@ from bwt_lite.gradients import (
     autograd_gradients,
     closed_form_gradients,
     cross_entropy,
+    free_score_descent,
     head_forward,
     score_gradient,
     upstream_errors,
@@ -85,10 +86,14 @@ def test_functional_forward_matches_the_module_and_broadcasts_over_runs():
     f = head_forward(x, head.W_Q, head.W_K, head.W_V, head.W_O)
     assert torch.equal(f.logits, head(x))
     # two runs at once: weights with a leading run dim against inputs (runs, batch, T, d_x)
-    W = [torch.stack([w, 2 * w]).unsqueeze(1) for w in (head.W_Q, head.W_K, head.W_V, head.W_O)]
+    W = [torch.stack([w, 2 * w]) for w in (head.W_Q, head.W_K, head.W_V, head.W_O)]
     both = head_forward(torch.stack([x, x]), *W)
     assert torch.allclose(both.logits[0], f.logits, atol=1e-14, rtol=0)
+    second = head_forward(x, *(w[1] for w in W))
+    assert torch.allclose(both.logits[1], second.logits, atol=1e-14, rtol=0)
     assert both.alpha.shape == (2, 3, 5, 5) and torch.allclose(both.alpha.sum(-1), torch.ones(2, 3, 5, dtype=torch.float64))
+    with pytest.raises(ValueError, match="run dimension"):
+        head_forward(torch.stack([x, x, x]), *W)
 
 
 def test_cross_entropy_and_errors():
@@ -106,8 +111,45 @@ def test_cross_entropy_and_errors():
     with pytest.raises(TypeError, match="x must be a floating-point tensor"):
         head(torch.zeros(2, 4, 3, dtype=torch.int64))
     with pytest.raises(ValueError, match="alpha must be"):
-        score_gradient(torch.zeros(4, 3), torch.zeros(4, 2), torch.zeros(4, 2))
-    with pytest.raises(ValueError, match="v must have the shape of u"):
+        score_gradient(torch.zeros(4, 3), torch.zeros(5, 2), torch.zeros(3, 2))
+    with pytest.raises(ValueError, match="v must be"):
         score_gradient(torch.zeros(4, 4), torch.zeros(4, 2), torch.zeros(4, 3))
+    with pytest.raises(ValueError, match="a soft target must have the shape"):
+        upstream_errors(logits, torch.full((2, 4, 2), 0.5), head.W_O)
     with pytest.raises(ValueError, match="d_k must be >= 1"):
         SingleHead(d_k=0)
+
+
+def test_soft_target_upstream_error():
+    head, x, y = instance((2,), 5, 3, 2, 2, 4, True, 2)
+    logits = head(x)
+    onehot = torch.nn.functional.one_hot(y, 4).double()
+    assert torch.allclose(upstream_errors(logits, onehot, head.W_O), upstream_errors(logits, y, head.W_O))
+
+
+def test_free_score_descent_moves_attention_to_positive_advantage():
+    g = gen(5)
+    values = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    W_O = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    target = torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64)
+    tr = free_score_descent(values, W_O, target, steps=200, lr=2.0)
+    assert tr.alpha.shape == tr.advantage.shape == (201, 6) and tr.loss.shape == (201,)
+    assert torch.allclose(tr.alpha[0], torch.full((6,), 1 / 6, dtype=torch.float64))
+    assert (tr.loss[1:] <= tr.loss[:-1] + 1e-12).all() and tr.loss[-1] < tr.loss[0]  # descent
+    step = tr.alpha[1] - tr.alpha[0]
+    assert (torch.sign(step) == torch.sign(tr.advantage[0])).all()  # first step: mass moves with the advantage
+    # the advantage is centred under the current attention at every step
+    assert (tr.alpha * tr.advantage).sum(-1).abs().max() < 1e-12
+    # the same loss by autograd on the scores: its gradient is the law's
+    s = torch.zeros(6, dtype=torch.float64, requires_grad=True)
+    loss = -(target * ((s.softmax(-1) @ values) @ W_O).log_softmax(-1)).sum()
+    (grad,) = torch.autograd.grad(loss, s)
+    assert torch.allclose(-grad, tr.alpha[0] * tr.advantage[0], atol=1e-15, rtol=0)
+    hard = free_score_descent(values, W_O, 2, steps=3, lr=1.0)
+    assert hard.loss[-1] < hard.loss[0]
+    with pytest.raises(ValueError, match="target must be a class"):
+        free_score_descent(values, W_O, 3)
+    with pytest.raises(ValueError, match="distribution over the C = 3 classes"):
+        free_score_descent(values, W_O, torch.tensor([0.5, 0.1, 0.1], dtype=torch.float64))
+    with pytest.raises(ValueError, match="values must be"):
+        free_score_descent(values, W_O.T, 0)

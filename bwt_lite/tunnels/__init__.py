@@ -9,8 +9,10 @@ from .bijection import Bijection
 from .hmm import HMM
 from .recall import Recall
 from .regression import Regression
+from .sticky import Sticky
 
-TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection, "hmm": HMM, "recall": Recall, "regression": Regression}
+TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection, "hmm": HMM, "recall": Recall, "regression": Regression,
+                                 "sticky": Sticky}
 
 
 def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
@@ -22,4 +24,4 @@ def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
     return TUNNELS[tunnel](**kwargs)
 
 
-__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "TUNNELS", "make_tunnel"]
+__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "Sticky", "TUNNELS", "make_tunnel"]
