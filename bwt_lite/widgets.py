@@ -274,3 +274,31 @@ def hmm_filter_widget(model: torch.nn.Module, tunnel: Tunnel | None = None, seed
     return ipywidgets.interactive(
         show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
         t=ipywidgets.IntSlider(value=t, min=0, max=K - 1, description="time t", continuous_update=False))
+
+
+from .gradients import ScoreDescent  # noqa: E402  (chapter 11)
+
+
+def routing_widget(trace: ScoreDescent, symbols: list[int] | None = None, step: int = 0) -> ipywidgets.interactive:
+    """Step through a descent on one query's attention scores (:func:`bwt_lite.gradients.free_score_descent`):
+    the attention over the keys, each key's advantage and the loss, at the chosen step.
+
+    ``symbols``: the symbol each key shows (the query's own last), to mark the keys that show it.
+    """
+    n_steps = trace.alpha.shape[0]
+    if not 0 <= step < n_steps:
+        raise ValueError(f"step must be in 0..{n_steps - 1}, got {step}")
+    same = None if symbols is None else torch.tensor([s == symbols[-1] for s in symbols])
+
+    def show(step: int) -> None:
+        on_same = "" if same is None else (f" | attention on keys showing the query's symbol {symbols[-1]}: "
+                                            f"{trace.alpha[step][same].sum().item():.3f}")
+        print(f"step {step} (lr {trace.lr:g}): loss {trace.loss[step].item():.4f} nats{on_same}")
+        fig = plots.plot_routing_step(trace.alpha, trace.advantage, trace.loss, step, symbols=symbols)
+        from IPython.display import display
+
+        display(fig)
+        plt.close(fig)
+
+    slider = ipywidgets.IntSlider(value=step, min=0, max=n_steps - 1, description="step", continuous_update=False)
+    return ipywidgets.interactive(show, step=slider)
