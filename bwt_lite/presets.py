@@ -37,12 +37,25 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
     ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
     ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
+    # LSTM: the spec's 6 layers of width 192 (1,793,856 parameters on the bijection: "about 1.8M").
+    # Lite: 3 layers of d = 128 (406,400 on the bijection, +0.3 % of the lite transformer).
+    ("lstm", "paper"): {"d_model": 192, "n_layers": 6},
+    ("lstm", "lite"): {"d_model": 128, "n_layers": 3},
+    # Mamba: the transformer's width (same embeddings and head) and the number of blocks whose count
+    # is nearest the transformer's 2,677,440: 11 blocks, 2,784,000 (+4.0 %; 10 would give -4.9 %).
+    # Lite: 2 blocks of d = 168 (404,040 on the bijection, -0.3 %): at a matched count, few wide
+    # blocks keep the (batch, T, 2d, 16) state that dominates the CPU cost smallest.
+    ("mamba", "paper"): {"d_model": 192, "n_layers": 11},
+    ("mamba", "lite"): {"d_model": 168, "n_layers": 2},
 }
 # Per-tunnel sizes where a tunnel's paper model differs from the defaults above.
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
     ("hmm", "transformer", "lite"): {"d_model": 96, "n_layers": 4, "n_heads": 6},
     ("regression", "transformer", "lite"): {"d_model": 96, "n_layers": 3, "n_heads": 6},
+    # matched to that smaller lite transformer (336,770): +4.6 % and -2.6 %
+    ("regression", "lstm", "lite"): {"d_model": 120, "n_layers": 3},
+    ("regression", "mamba", "lite"): {"d_model": 152, "n_layers": 2},
 }
 
 # Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
@@ -59,6 +72,15 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
                                          warmup_steps=200, eval_every=500),
     ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
                                  eval_every=100),
+    ("lstm", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
+    ("mamba", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
+    # Lite LSTM and Mamba: smaller batches than the transformer's, because a step costs more on a CPU
+    # (the LSTM's recurrence is sequential; Mamba's state is (batch, T, 2d, 16) per block), and a
+    # learning-rate floor, as for recall and regression below. Measured ms/step: see bwt bench.
+    ("lstm", "lite"): TrainConfig(steps=4_000, batch_size=32, lr=2e-3, weight_decay=0.01, warmup_steps=200,
+                                  min_lr_ratio=0.1, eval_every=250),
+    ("mamba", "lite"): TrainConfig(steps=3_000, batch_size=16, lr=2e-3, weight_decay=0.01, warmup_steps=200,
+                                   min_lr_ratio=0.1, eval_every=250),
 }
 # Per-tunnel recipes where a tunnel's differs from the defaults above.
 # The HMM trains on soft targets (the exact filtering posterior), as the authors' HMM recipe did.
@@ -68,6 +90,11 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("hmm", "transformer", "lite"): TrainConfig(steps=3_000, batch_size=32, lr=2e-3, weight_decay=0.01,
                                                 warmup_steps=200, eval_every=250, target="soft"),
     ("hmm", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], target="soft"),
+    ("hmm", "lstm", "paper"): replace(TRAIN[("lstm", "paper")], target="soft"),
+    ("hmm", "mamba", "paper"): replace(TRAIN[("mamba", "paper")], target="soft"),
+    # the HMM episode is 93 tokens (2.5x the bijection's): fewer steps keep these cells in minutes
+    ("hmm", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], steps=3_000, target="soft"),
+    ("hmm", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], steps=2_000, target="soft"),
     # Recall: a long plateau before the retrieval circuit forms (4,000 steps of d = 96 with the cosine
     # down to 0 stalled at 28 % on seen keys); a longer run whose learning rate keeps a floor.
     ("recall", "transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=2e-3, weight_decay=0.01,

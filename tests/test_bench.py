@@ -49,7 +49,7 @@ def test_bench_cli_json_and_table(capsys, monkeypatch):
     assert main(["bench", "--scale", "lite", "--tunnels", "bijection", "--repeat", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["device"] == "cpu" and out["precision"] == "fp32" and out["compile"] is False
-    assert [r["preset"] for r in out["train_steps"]] == ["bijection-transformer-lite", "bijection-mlp-lite"]
+    assert [r["preset"] for r in out["train_steps"]] == [f"bijection-{arch}-lite" for arch in bench.ARCHS]
     table = bench.format_table(out)
     assert "bijection-transformer-lite" in table and "steps/s" in table and "GFLOP/step" in table
 

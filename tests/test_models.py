@@ -14,6 +14,22 @@ SMALL = dict(d_model=32, n_layers=2, n_heads=4, vocab_size=40, n_positions=38, a
 def test_paper_parameter_counts():
     assert build_model(get_preset("bijection", "transformer", "paper").model).n_params == 2_677_440
     assert build_model(get_preset("bijection", "mlp", "paper").model).n_params == 2_681_472
+    with torch.device("meta"):
+        assert build_model(get_preset("bijection", "lstm", "paper").model).n_params == 1_793_856  # "about 1.8M"
+        assert build_model(get_preset("bijection", "mamba", "paper").model).n_params == 2_784_000  # nearest 2.68M
+
+
+def test_lstm_is_stacked_lstm_layers_with_hooks():
+    model = build_model(ModelConfig(arch="lstm", **{**SMALL, "n_layers": 3}))
+    assert [type(b.lstm).__name__ for b in model.backbone.blocks] == ["LSTM"] * 3
+    x = Bijection().sample(2, gen()).inputs
+    _, cache = run_with_cache(model, x, names=["backbone.blocks.0.hook_resid_pre", "backbone.blocks.1.hook_resid_pre",
+                                               "backbone.blocks.0.hook_resid_post"])
+    assert cache["backbone.blocks.0.hook_resid_post"].shape == (2, 37, 32)
+    # no residual: a layer's output is its LSTM's hidden states, the next layer's input
+    assert torch.equal(cache["backbone.blocks.1.hook_resid_pre"], cache["backbone.blocks.0.hook_resid_post"])
+    h, _ = model.backbone.blocks[0].lstm(cache["backbone.blocks.0.hook_resid_pre"])
+    assert torch.allclose(h, cache["backbone.blocks.0.hook_resid_post"])
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -107,7 +123,7 @@ def test_bypass_skips_a_block(arch):
 def test_model_config_errors():
     with pytest.raises(ValueError, match="divisible"):
         build_model(ModelConfig(arch="transformer", **{**SMALL, "n_heads": 5}))
-    with pytest.raises(ValueError, match="unknown arch 'rnn'; allowed: transformer, mlp"):
+    with pytest.raises(ValueError, match="unknown arch 'rnn'; allowed: transformer, mlp, lstm, mamba"):
         build_model(ModelConfig(arch="rnn", **SMALL))
     with pytest.raises(ValueError, match="outside the vocabulary"):
         ModelConfig(**{**SMALL, "answer_tokens": (39, 40)})

@@ -6,11 +6,13 @@ from torch import nn
 from ..validation import check_choice
 from .config import ModelConfig
 from .hooks import HookPoint, capture, hook_names, run_with_cache
+from .lstm import LSTM
+from .mamba import Mamba
 from .mlp import MLPControl
 from .model import WindTunnelModel, ablate_heads, bypass_layers
 from .transformer import Transformer
 
-BACKBONES: dict[str, type[nn.Module]] = {"transformer": Transformer, "mlp": MLPControl}
+BACKBONES: dict[str, type[nn.Module]] = {"transformer": Transformer, "mlp": MLPControl, "lstm": LSTM, "mamba": Mamba}
 ARCHS: tuple[str, ...] = tuple(BACKBONES)
 
 

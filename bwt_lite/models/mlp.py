@@ -11,6 +11,7 @@ from torch import nn
 
 from .config import ModelConfig
 from .hooks import HookPoint
+from .model import BlockStack
 
 
 class MLPBlock(nn.Module):
@@ -26,18 +27,10 @@ class MLPBlock(nn.Module):
         return self.hook_resid_post(x + self.hook_mlp_out(self.fc2(F.gelu(self.fc1(self.ln(x))))))
 
 
-class MLPControl(nn.Module):
+class MLPControl(BlockStack):
     """(B, T, d) -> (B, T, d), position by position."""
 
     residual_projections = ("fc2",)
 
     def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.blocks = nn.ModuleList(MLPBlock(cfg) for _ in range(cfg.n_layers))
-        self.bypass: set[int] = set()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, block in enumerate(self.blocks):
-            if i not in self.bypass:
-                x = block(x)
-        return x
+        super().__init__(MLPBlock(cfg) for _ in range(cfg.n_layers))

@@ -50,6 +50,21 @@ class FeatureAdapter(nn.Module):
         return self.proj(x.to(self.proj.weight.dtype)) + self.pos(torch.arange(T, device=x.device))
 
 
+class BlockStack(nn.Module):
+    """A backbone that runs ``blocks`` in order, skipping the indices in ``bypass`` (see :func:`bypass_layers`)."""
+
+    def __init__(self, blocks: Iterable[nn.Module]):
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.bypass: set[int] = set()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, block in enumerate(self.blocks):
+            if i not in self.bypass:
+                x = block(x)
+        return x
+
+
 class WindTunnelModel(nn.Module):
     def __init__(self, cfg: ModelConfig, backbone: nn.Module):
         super().__init__()
@@ -68,7 +83,8 @@ class WindTunnelModel(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """GPT-2 style: N(0, 0.02) weights, zero biases, residual projections scaled by depth."""
+        """GPT-2 style: N(0, 0.02) weights, zero biases, residual projections scaled by depth; then the
+        backbone's own ``reset_parameters()`` if it has one (e.g. Mamba's SSM initialisation)."""
         residual = tuple(getattr(self.backbone, "residual_projections", ()))
         n_layers = max(self.cfg.n_layers, 1)
         for name, mod in self.named_modules():
@@ -77,6 +93,8 @@ class WindTunnelModel(nn.Module):
                 nn.init.normal_(mod.weight, 0.0, std)
                 if getattr(mod, "bias", None) is not None:
                     nn.init.zeros_(mod.bias)
+        if callable(getattr(self.backbone, "reset_parameters", None)):
+            self.backbone.reset_parameters()
 
     def forward(self, inputs: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Logits over the answer classes: (B, P, C) at ``positions``, or (B, T, C) everywhere."""

@@ -1,0 +1,125 @@
+"""Mamba: the scans agree (forward and gradients), the block's initialisation and hook points."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bwt_lite.models import ModelConfig, build_model, run_with_cache
+from bwt_lite.models.mamba import (D_STATE, SCAN_METHODS, auto_scan_method, benchmark_scan, cuda_scan_available,
+                                   scan_parallel, scan_sequential, selective_scan)
+from bwt_lite.tunnels import Bijection
+from conftest import gen
+
+SMALL = dict(arch="mamba", d_model=32, n_layers=2, vocab_size=40, n_positions=38, answer_tokens=tuple(range(20, 40)))
+
+
+def ssm_inputs(batch: int, T: int, d: int, n: int, seed: int = 0, dtype=torch.float32) -> list[torch.Tensor]:
+    """Random selective-scan inputs at the scale a trained block sees (dt from a softplus, A < 0)."""
+    g = gen(seed)
+    u, B, C = (torch.randn(batch, T, k, generator=g, dtype=dtype) for k in (d, n, n))
+    dt = F.softplus(torch.randn(batch, T, d, generator=g, dtype=dtype) - 1)
+    A = -torch.arange(1, n + 1, dtype=dtype).repeat(d, 1) * 2 * torch.rand(d, 1, generator=g, dtype=dtype)
+    D = torch.randn(d, generator=g, dtype=dtype)
+    return [u, dt, A, B, C, D]
+
+
+def run(method: str, inputs: list[torch.Tensor], weights: torch.Tensor):
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    y, h = selective_scan(*leaves, method=method)
+    (y * weights).sum().backward()
+    return y.detach(), h.detach(), [t.grad for t in leaves]
+
+
+@pytest.mark.parametrize("method", ["parallel", "stepwise"])
+@pytest.mark.parametrize("shape", [(2, 1, 3, 2), (3, 7, 5, 4), (2, 64, 8, 16), (4, 153, 16, 16), (1, 100, 4, 3)])
+def test_scans_equal_the_sequential_reference(method, shape):
+    """Forward, states and the gradient with respect to every input, to 1e-5 in float32."""
+    for seed in range(2):
+        inputs = ssm_inputs(*shape, seed=seed)
+        weights = torch.randn(shape[:3], generator=gen(seed + 10))
+        y0, h0, g0 = run("sequential", inputs, weights)
+        y1, h1, g1 = run(method, inputs, weights)
+        assert h1.shape == (*shape[:3], shape[3])
+        torch.testing.assert_close(y1, y0, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(h1, h0, rtol=1e-5, atol=1e-5)
+        for name, a, b in zip(("u", "dt", "A", "B", "C", "D"), g1, g0):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=lambda m: f"d/d{name}: {m}")
+
+
+def test_scans_match_the_recurrence_and_finite_differences():
+    g = gen(3)
+    a, b = torch.rand(2, 9, 3, generator=g, dtype=torch.float64), torch.randn(2, 9, 3, generator=g, dtype=torch.float64)
+    h, expected = scan_parallel(a, b), torch.zeros(2, 3, dtype=torch.float64)
+    for t in range(9):
+        expected = a[:, t] * expected + b[:, t]
+        assert torch.allclose(h[:, t], expected)
+    assert torch.equal(scan_sequential(a, b)[:, -1], expected)
+    assert torch.autograd.gradcheck(scan_parallel, (a.requires_grad_(), b.requires_grad_()))
+    inputs = [t.requires_grad_() for t in ssm_inputs(2, 5, 3, 4, dtype=torch.float64)]
+    assert torch.autograd.gradcheck(lambda *x: selective_scan(*x, method="stepwise")[0], inputs)
+
+
+def test_scan_methods_and_errors():
+    assert SCAN_METHODS == ("auto", "parallel", "sequential", "stepwise", "cuda")
+    x = torch.zeros(1)
+    assert auto_scan_method(x) == "stepwise"
+    with pytest.raises(ValueError, match="unknown method 'fast'"):
+        selective_scan(*ssm_inputs(1, 2, 3, 4), method="fast")
+    if not (cuda_scan_available() and torch.cuda.is_available()):
+        with pytest.raises(ValueError, match="mamba-ssm package and tensors on a CUDA device"):
+            selective_scan(*ssm_inputs(1, 2, 3, 4), method="cuda")
+    model = build_model(ModelConfig(**SMALL))
+    with pytest.raises(ValueError, match="unknown method 'fast'"):
+        model.backbone.set_scan_method("fast")
+
+
+@pytest.mark.skipif(not (cuda_scan_available() and torch.cuda.is_available()),
+                    reason="needs the mamba-ssm package and a CUDA device")
+def test_cuda_kernel_equals_our_scan():  # pragma: no cover - not runnable on the CPU machines
+    inputs = [t.cuda() for t in ssm_inputs(2, 64, 32, D_STATE)]
+    weights = torch.randn(2, 64, 32, device="cuda")
+    y0, _, g0 = run("parallel", inputs, weights)
+    y1, h1, g1 = run("cuda", inputs, weights)
+    assert h1 is None
+    torch.testing.assert_close(y1, y0, rtol=1e-4, atol=1e-4)
+    for a, b in zip(g1, g0):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-3)
+
+
+def test_initialisation_is_mambas():
+    model = build_model(ModelConfig(**SMALL))
+    mixer = model.backbone.blocks[0].mixer
+    assert mixer.d_inner == 64 and mixer.dt_rank == 2 and mixer.conv1d.kernel_size == (4,)
+    assert torch.allclose(mixer.A, -torch.arange(1, D_STATE + 1.0).repeat(64, 1))  # S4D-real
+    assert torch.equal(mixer.D, torch.ones(64))
+    dt = F.softplus(mixer.dt_proj.bias)  # the generic init zeroed this bias; the backbone re-applies Mamba's
+    assert 1e-3 * 0.999 <= dt.min() and dt.max() <= 0.1 * 1.001 and dt.std() > 0
+    assert mixer.dt_proj.weight.abs().max() <= 2 ** -0.5
+    assert mixer.out_proj.weight.std() < 0.02 / math.sqrt(2 * 2) * 1.2  # residual projection scaled by depth
+    assert mixer.A_log.dim() == 1  # flat, so AdamW's matrices-only weight decay leaves it alone, as in Mamba
+
+
+def test_hooks_expose_the_state_and_dt():
+    model = build_model(ModelConfig(**SMALL))
+    x = Bijection().sample(2, gen()).inputs
+    names = [f"backbone.blocks.0.mixer.{n}" for n in ("hook_x", "hook_dt", "hook_ssm_state", "hook_y")]
+    out, cache = run_with_cache(model, x, names=names + ["backbone.blocks.1.hook_resid_post"])
+    x_in, dt, h = (cache[n] for n in names[:3])
+    assert dt.shape == (2, 37, 64) and h.shape == (2, 37, 64, D_STATE) and (dt > 0).all()
+    mixer = model.backbone.blocks[0].mixer
+    B = mixer.x_proj(x_in)[..., mixer.dt_rank:mixer.dt_rank + D_STATE]
+    h1 = torch.exp(dt[:, 1, :, None] * mixer.A) * h[:, 0] + (dt[:, 1] * x_in[:, 1])[..., None] * B[:, 1, None, :]
+    torch.testing.assert_close(h[:, 1], h1, rtol=1e-5, atol=1e-6)  # the recurrence, read off the hooks
+    for method in ("parallel", "sequential"):  # every scan gives the same model and the same hooked state
+        model.backbone.set_scan_method(method)
+        out2, cache2 = run_with_cache(model, x, names=names)
+        torch.testing.assert_close(out2, out, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(cache2[names[2]], h, rtol=1e-5, atol=1e-5)
+
+
+def test_benchmark_scan_rows():
+    rows = benchmark_scan(lengths=(4, 8), batch=2, d_inner=4, d_state=2, repeat=1)
+    assert [r["length"] for r in rows] == [4, 8]
+    assert all(r["sequential_ms"] > 0 and r["parallel_ms"] > 0 and r["stepwise_ms"] > 0 and r["speedup"] > 0
+               for r in rows)
