@@ -820,7 +820,7 @@ def plot_routing_step(alpha: Any, advantage: Any, loss: Any, step: int, *,
     ax_a.set_xlabel("key (labelled by the symbol it shows)" if symbols is not None else "key")
     ax_a.set_ylabel("attention weight")
     ax_a.set_title(f"step {step}: attention of the query", fontsize=10)
-    ax_a.legend(fontsize=7, loc="upper left")
+    ax_a.legend(fontsize=7, loc="best")
     colors = np.where(adv[step] >= 0, PULLED_COLOR, PUSHED_COLOR)
     ax_v.bar(x, adv[step], color=colors)
     ax_v.axhline(0, color="black", lw=0.8)
