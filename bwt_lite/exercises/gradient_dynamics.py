@@ -47,16 +47,32 @@ def _matches(x: Tensor, want: Tensor) -> bool:
     return torch.allclose(x, want, atol=_TOL, rtol=1e-6)
 
 
+def _answer(fn: Callable[..., Any], args: tuple[Tensor, ...], shape: tuple[int, ...],
+            what: str) -> tuple[Tensor | None, str | None]:
+    """Run the student's ``fn(*args)`` (on copies) and read its answer as a float64 tensor of
+    ``shape``: ``(tensor, None)`` or ``(None, what went wrong)``."""
+    got, err = call(fn, *(a.clone() if isinstance(a, Tensor) else a for a in args))
+    if err:
+        return None, err
+    return answer_tensor(got, shape, what)
+
+
+def _diagnose(x: Tensor, want: Tensor, hints: dict[str, Tensor]) -> str:
+    """The hint of the first typical mistake ``x`` reproduces (and the right answer does not), else
+    the expected and obtained first rows."""
+    for hint, alt in hints.items():
+        if _matches(x, alt) and not _matches(alt, want):
+            return hint
+    return f"expected row 0 {want[0].tolist()}, got {x[0].tolist()}."
+
+
 def check_score_gradient(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> bool:
     """``fn(alpha, u, v)`` -> (T, T): the gradient of the loss with respect to the attention scores,
     given the attention weights ``alpha`` (T, T) (rows sum to 1), the upstream errors ``u_i = dL/dz_i``
     (T, d_v) and the values ``v`` (T, d_v)."""
     for label, alpha, u, v in _attention_cases(1101):
         T = alpha.shape[0]
-        got, err = call(fn, alpha.clone(), u.clone(), v.clone())
-        if err:
-            return report(False, f"on {label}: {err}")
-        x, err = answer_tensor(got, (T, T), f"a (T, T) = ({T}, {T}) tensor of score gradients")
+        x, err = _answer(fn, (alpha, u, v), (T, T), f"a (T, T) = ({T}, {T}) tensor of score gradients")
         if err:
             return report(False, f"on {label}: {err}")
         want = score_gradient(alpha, u, v)
@@ -75,10 +91,7 @@ def check_score_gradient(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> bool:
             "b is transposed: b_ij = u_i . v_j pairs query i's error with key j's value, i.e. b = u @ v.T.":
                 alpha * (b.T - (alpha * b.T).sum(-1, keepdim=True)),
         }
-        for hint, alt in hints.items():
-            if _matches(x, alt) and not _matches(alt, want):
-                return report(False, f"on {label}: {hint}")
-        return report(False, f"on {label}: expected row 0 {want[0].tolist()}, got {x[0].tolist()}.")
+        return report(False, f"on {label}: {_diagnose(x, want, hints)}")
     return report(True, "your score gradient is the routing law alpha_ij (b_ij - E_alpha_i[b]) on every case, "
                         "including full attention and a sharply peaked pattern.")
 
@@ -88,10 +101,7 @@ def check_value_gradient(fn: Callable[[Tensor, Tensor], Any]) -> bool:
     given the attention weights ``alpha`` (T, T) and the upstream errors ``u`` (T, d_v)."""
     for label, alpha, u, _ in _attention_cases(1102):
         T, d = u.shape
-        got, err = call(fn, alpha.clone(), u.clone())
-        if err:
-            return report(False, f"on {label}: {err}")
-        x, err = answer_tensor(got, (T, d), f"a (T, d_v) = ({T}, {d}) tensor, one gradient per value vector")
+        x, err = _answer(fn, (alpha, u), (T, d), f"a (T, d_v) = ({T}, {d}) tensor, one gradient per value vector")
         if err:
             return report(False, f"on {label}: {err}")
         want = value_gradient(alpha, u)
@@ -104,10 +114,7 @@ def check_value_gradient(fn: Callable[[Tensor, Tensor], Any]) -> bool:
             "every value got the same sum of errors; weight query i's error by its attention alpha_ij to "
             "value j (its responsibility for j).": u.sum(0, keepdim=True).expand(T, d),
         }
-        for hint, alt in hints.items():
-            if _matches(x, alt) and not _matches(alt, want):
-                return report(False, f"on {label}: {hint}")
-        return report(False, f"on {label}: expected row 0 {want[0].tolist()}, got {x[0].tolist()}.")
+        return report(False, f"on {label}: {_diagnose(x, want, hints)}")
     return report(True, "your value gradient is the responsibility-weighted sum of upstream errors, "
                         "dL/dv_j = sum_i alpha_ij u_i, on every case.")
 
@@ -129,10 +136,8 @@ def check_sticky_predictive(fn: Callable[[Tensor, Tensor, Tensor, float], Any]) 
     predictive p(y_{t+1} | x_0..x_t) of the next symbol at every t (y_0 uniform)."""
     for label, tunnel, x, want in _sticky_cases():
         L, S = want.shape
-        got, err = call(fn, x.clone(), tunnel.T.clone(), tunnel.means.clone(), tunnel.noise)
-        if err:
-            return report(False, f"on {label}: {err}")
-        p, err = answer_tensor(got, (L, S), f"a (L, S) = ({L}, {S}) tensor: one distribution over the next symbol per token")
+        p, err = _answer(fn, (x, tunnel.T, tunnel.means, tunnel.noise), (L, S),
+                         f"a (L, S) = ({L}, {S}) tensor: one distribution over the next symbol per token")
         if err:
             return report(False, f"on {label}: {err}")
         if torch.allclose(p, want, atol=1e-6, rtol=0):
