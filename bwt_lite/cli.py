@@ -207,6 +207,20 @@ def cmd_em_vs_sgd(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """Every architecture on every primitive's tunnel, our numbers beside the paper's."""
+    from .reproduce import capacity_table, format_capacity_table, format_primitives_table, reproduce
+
+    if args.capacity:
+        rows = capacity_table([args.scale])
+        print("\n".join(json.dumps(r) for r in rows) if args.json else format_capacity_table(rows))
+        return 0
+    rows = reproduce(args.scale, retrain=args.retrain, episodes=args.episodes, seed=args.seed_eval,
+                     device=args.device, progress=_progress(args), download=not args.no_download, log=_log)
+    print("\n".join(json.dumps(r) for r in rows) if args.json else format_primitives_table(rows))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bwt", description="Bayesian wind tunnels: train, evaluate, inspect.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -284,6 +298,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--controls", action="store_true", help="also 10x on the readout, and on the query/key weights")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_em_vs_sgd)
+
+    sp = sub.add_parser("reproduce", help="the primitives table: every architecture on every tunnel, beside the paper")
+    sp.add_argument("--scale", choices=SCALES, default="lite")
+    sp.add_argument("--retrain", action="store_true", help="train every cell afresh (default: only the missing ones)")
+    sp.add_argument("--episodes", type=int, default=2048, help="held-out episodes per cell")
+    sp.add_argument("--eval-seed", dest="seed_eval", type=int, default=0, help="seed of the held-out episodes")
+    sp.add_argument("--capacity", action="store_true", help="only the parameter counts and how they were matched")
+    sp.add_argument("--device", default="auto", help="auto (the GPU when visible), cpu, cuda...")
+    sp.add_argument("--no-download", action="store_true", help="train instead of downloading hosted checkpoints")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sp.add_argument("--json", action="store_true", help="one JSON object per cell, one per line")
+    sp.set_defaults(func=cmd_reproduce)
 
     sp = sub.add_parser("cache", help="where checkpoints are cached; list or clear them")
     sp.add_argument("action", choices=("path", "list", "clear"))

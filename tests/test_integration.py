@@ -151,3 +151,15 @@ def test_lite_target_status_says_met_or_missed():
     assert "misses" in lite_target_status("recall", result(acc=0.5))
     with pytest.raises(ValueError, match="unknown tunnel"):
         lite_target_status("nope", result())
+
+
+@pytest.mark.parametrize("tunnel, arch", [("regression", "mamba"), ("recall", "lstm")])
+def test_cli_trains_and_evaluates_the_recurrent_archs(tunnel, arch, capsys):
+    """`bwt train regression mamba`, `bwt eval recall lstm --json`: the same CLI for every architecture."""
+    assert main(["train", tunnel, arch, "--steps", "2", "--no-progress", "--device", "cpu"]) == 0
+    assert f"{tunnel}-{arch}-lite" in capsys.readouterr().out
+    assert main(["eval", tunnel, arch, "--steps", "2", "--episodes", "8", "--json", "--no-progress", "--device", "cpu"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["arch"], out["tunnel"], out["train_steps"]) == (arch, tunnel, 2)
+    with torch.device("meta"):
+        assert out["params"] == build_model(get_preset(tunnel, arch).model).n_params

@@ -1,0 +1,118 @@
+"""The primitives table (`bwt reproduce`) and the capacity table, on tiny stand-in presets."""
+import json
+from dataclasses import replace
+
+import pytest
+
+from bwt_lite import checkpoints, reproduce
+from bwt_lite.checkpoints import CheckpointError, load_checkpoint, train_and_save
+from bwt_lite.cli import main
+from bwt_lite.models import ARCHS
+from bwt_lite.presets import get_preset
+
+KEYS = {"arch", "tunnel", "scale", "entropy_mae_bits", "kl_bits", "accuracy", "paper_value", "params"}
+
+
+def tiny_preset(tunnel, arch, scale="lite", **overrides):
+    """The real preset shrunk to 2 steps of a width-16, one-block model (wiring, not learning)."""
+    p = get_preset(tunnel, arch, scale, steps=2, batch_size=4, eval_every=2, eval_episodes=8, warmup_steps=1)
+    return replace(p, model=replace(p.model, d_model=16, n_heads=2, n_layers=1))
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    trained = []
+    real = checkpoints.train_and_save
+
+    def counting(preset, **kw):
+        trained.append(preset.name)
+        return real(preset, **kw)
+    monkeypatch.setattr(reproduce, "get_preset", tiny_preset)
+    monkeypatch.setattr(checkpoints, "train_and_save", counting)
+    return trained
+
+
+def test_capacity_table_counts_and_matching(capsys):
+    rows = reproduce.capacity_table()
+    assert len(rows) == len(ARCHS) * 4 * 2
+    by = {(r["arch"], r["tunnel"], r["scale"]): r for r in rows}
+    for tunnel in reproduce.PRIMITIVE_TUNNELS:
+        for arch in ("lstm", "mamba"):  # lite sizes matched to the same tunnel's lite transformer
+            assert abs(by[(arch, tunnel, "lite")]["ratio"] - 1) <= 0.10, (arch, tunnel)
+        assert by[("transformer", tunnel, "lite")]["ratio"] == 1.0
+    assert by[("lstm", "bijection", "paper")]["params"] == 1_793_856
+    assert (by[("lstm", "bijection", "paper")]["d_model"], by[("lstm", "bijection", "paper")]["n_layers"]) == (192, 6)
+    assert by[("mamba", "bijection", "paper")]["params"] == 2_784_000
+    assert abs(by[("mamba", "bijection", "paper")]["ratio"] - 1) < 0.05
+    assert all(r["matched"] for r in rows)
+    text = reproduce.format_capacity_table(rows)
+    assert "2,784,000" in text and "how matched" in text
+    assert main(["reproduce", "--capacity", "--scale", "paper", "--json"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [json.loads(line) for line in lines] == [r for r in rows if r["scale"] == "paper"]
+
+
+def test_thresholds_and_the_papers_pattern():
+    assert reproduce.realises("bijection", {"entropy_mae_bits": 0.05}) is True
+    assert reproduce.realises("bijection", {"entropy_mae_bits": 1.107}) is False
+    assert reproduce.realises("recall", {"accuracy": 0.95}) is True
+    assert reproduce.realises("recall", {"accuracy": 0.5}) is False
+    assert reproduce.realises("recall", {"accuracy": None}) is None
+    assert reproduce.realises("bijection", {"entropy_mae_bits": 0.1}) is True  # the threshold itself passes
+    with pytest.raises(ValueError, match="unknown tunnel 'sticky'"):
+        reproduce.realises("sticky", {})
+    assert reproduce.threshold_text("recall") == "accuracy >= 90%"
+    assert reproduce.threshold_text("hmm") == "entropy MAE <= 0.2 bits"
+    # the same thresholds on the published numbers give the paper's qualitative pattern
+    paper = {(t, a): reproduce.realises(t, reproduce._paper_metrics(t, a))
+             for t in ("bijection", "hmm", "recall") for a in ARCHS}
+    assert [paper[(t, "transformer")] for t in ("bijection", "hmm", "recall")] == [True, True, True]
+    assert [paper[(t, "lstm")] for t in ("bijection", "hmm", "recall")] == [True, False, False]
+    assert [paper[(t, "mamba")] for t in ("bijection", "hmm", "recall")] == [True, True, True]
+    assert [paper[(t, "mlp")] for t in ("bijection", "hmm")] == [False, False]
+    assert paper[("recall", "mlp")] is None  # no published number
+
+
+def test_reproduce_rows_train_missing_then_load(tiny):
+    rows = reproduce.reproduce("lite", episodes=16, download=False, log=lambda _: None)
+    assert len(rows) == len(ARCHS) * 4 and len(tiny) == len(rows)  # every cell trained once (nothing cached)
+    assert {(r["arch"], r["tunnel"]) for r in rows} == {(a, t) for a in ARCHS for t in reproduce.PRIMITIVE_TUNNELS}
+    for r in rows:
+        assert KEYS <= set(r) and r["scale"] == "lite" and r["train_steps"] == 2
+        assert r["realises"] == reproduce.realises(r["tunnel"], r)
+        assert r["primitive"] == reproduce.PRIMITIVES[r["tunnel"]]
+        assert (r["accuracy"] is None) == (r["tunnel"] == "regression")
+        assert r["params"] == reproduce._count(tiny_preset(r["tunnel"], r["arch"]))
+    paper = {(r["tunnel"], r["arch"]): r["paper_value"] for r in rows}
+    assert paper[("bijection", "mlp")] == 1.85 and paper[("recall", "mamba")] == 97.8 and paper[("recall", "mlp")] is None
+    again = reproduce.reproduce("lite", episodes=16, download=False, archs=["mamba"], tunnels=["hmm"],
+                                log=lambda _: None)
+    assert len(tiny) == len(rows) and again[0]["entropy_mae_bits"] == next(
+        r["entropy_mae_bits"] for r in rows if (r["arch"], r["tunnel"]) == ("mamba", "hmm"))  # loaded, same model
+    reproduce.reproduce("lite", retrain=True, episodes=16, download=False, archs=["lstm"], tunnels=["recall"],
+                        log=lambda _: None)
+    assert tiny[-1] == "recall-lstm-lite" and len(tiny) == len(rows) + 1
+    table = reproduce.format_primitives_table(rows)
+    assert "realised when: bijection entropy MAE <= 0.1 bits" in table and "recall accuracy >= 90%" in table
+    for arch in ARCHS:
+        assert f"  {arch:<12} ours:" in table
+
+
+def test_cli_reproduce_json_and_table(tiny, capsys):
+    assert main(["reproduce", "--json", "--episodes", "8", "--no-download", "--no-progress", "--device", "cpu"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == len(ARCHS) * 4 and all(KEYS <= set(r) for r in rows)
+    assert main(["reproduce", "--episodes", "8", "--no-download", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "transport" in out and "binding" in out and "realised when" in out
+
+
+def test_loading_into_the_wrong_architecture_or_scale_is_refused():
+    lstm = tiny_preset("bijection", "lstm")
+    _, meta = train_and_save(lstm, progress=False, log=lambda _: None)
+    folder = checkpoints.checkpoint_dir(lstm)
+    for other in (tiny_preset("bijection", "mamba"), replace(lstm, scale="paper")):
+        with pytest.raises(CheckpointError, match="belongs to another configuration") as e:
+            load_checkpoint(folder, other)
+        assert "arch 'lstm'" in str(e.value) and other.name in str(e.value)
