@@ -207,13 +207,14 @@ def em_vs_sgd(cfg: EMConfig = EMConfig(), tunnel: Sticky | None = None) -> EMRes
     snap_steps = list(range(0, cfg.steps + 1, cfg.track_every))
     if snap_steps[-1] != cfg.steps:
         snap_steps.append(cfg.steps)
+    snap_at = set(snap_steps)
     snaps: dict[str, list[Tensor]] = {w: [] for w in WEIGHTS}
     for step in range(cfg.steps + 1):
         loss = _per_run_ce(head_forward(x_tr, *ordered).logits, y_tr)
         with torch.no_grad():
             train[:, step] = loss.detach().double()
             held[:, step] = _per_run_ce(head_forward(x_ho, *ordered).logits, y_ho).double()
-            if step in snap_steps:
+            if step in snap_at:
                 for w in WEIGHTS:
                     snaps[w].append(weights[w].detach().clone())
         if step == cfg.steps:

@@ -18,6 +18,7 @@ Chapter 4 (associative recall): :func:`plot_recall_tokens`, :func:`plot_recall_e
 Chapter 5 (Bayesian regression): :func:`plot_gaussian_errors_by_position`, :func:`plot_variance_by_position`,
 :func:`plot_predicted_vs_exact`, :func:`plot_standardised_residuals`, :func:`plot_gaussian_predictive`,
 :func:`plot_regression_step`.
+Chapter 11 (gradient dynamics): :func:`plot_routing_step`, :func:`plot_speedup`, :func:`plot_frame_vs_precision`.
 """
 from __future__ import annotations
 

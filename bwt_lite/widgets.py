@@ -7,6 +7,7 @@ slider.
 
 Chapter 1: :func:`elimination_widget`. Chapter 2: :func:`prediction_widget`. Chapter 3:
 :func:`hmm_filter_widget`. Chapter 4: :func:`recall_widget`. Chapter 5: :func:`regression_widget`.
+Chapter 11: :func:`routing_widget`.
 """
 from __future__ import annotations
 
