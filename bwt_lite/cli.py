@@ -221,6 +221,20 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_scan(args: argparse.Namespace) -> int:
+    """Mamba's selective scans (sequential, parallel, stepwise), forward + backward, ms per call."""
+    from .models.mamba import benchmark_scan, format_scan_benchmark
+
+    rows = benchmark_scan(tuple(args.lengths), batch=args.batch, d_inner=args.d_inner, repeat=args.repeat)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        print(f"selective scan, forward + backward, batch {args.batch}, d_inner {args.d_inner}, "
+              f"{torch.get_num_threads()} thread(s); fastest of {args.repeat} calls")
+        print(format_scan_benchmark(rows))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bwt", description="Bayesian wind tunnels: train, evaluate, inspect.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -298,6 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--controls", action="store_true", help="also 10x on the readout, and on the query/key weights")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_em_vs_sgd)
+
+    sp = sub.add_parser("bench-scan", help="Mamba's sequential, parallel and stepwise scans timed on this CPU")
+    sp.add_argument("--lengths", type=int, nargs="+", default=[16, 32, 64, 128, 256])
+    sp.add_argument("--batch", type=int, default=16)
+    sp.add_argument("--d-inner", dest="d_inner", type=int, default=64, help="channels (2 x d_model in a block)")
+    sp.add_argument("--repeat", type=int, default=7, help="timed calls per method (the fastest is kept)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_bench_scan)
 
     sp = sub.add_parser("reproduce", help="the primitives table: every architecture on every tunnel, beside the paper")
     sp.add_argument("--scale", choices=SCALES, default="lite")

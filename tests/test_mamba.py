@@ -1,13 +1,15 @@
 """Mamba: the scans agree (forward and gradients), the block's initialisation and hook points."""
+import json
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from bwt_lite.cli import main
 from bwt_lite.models import ModelConfig, build_model, run_with_cache
 from bwt_lite.models.mamba import (D_STATE, SCAN_METHODS, auto_scan_method, benchmark_scan, cuda_scan_available,
-                                   scan_parallel, scan_sequential, selective_scan)
+                                   format_scan_benchmark, scan_parallel, scan_sequential, selective_scan)
 from bwt_lite.tunnels import Bijection
 from conftest import gen
 
@@ -118,8 +120,31 @@ def test_hooks_expose_the_state_and_dt():
         torch.testing.assert_close(cache2[names[2]], h, rtol=1e-5, atol=1e-5)
 
 
-def test_benchmark_scan_rows():
+def test_benchmark_scan_rows_and_cli(capsys):
     rows = benchmark_scan(lengths=(4, 8), batch=2, d_inner=4, d_state=2, repeat=1)
     assert [r["length"] for r in rows] == [4, 8]
     assert all(r["sequential_ms"] > 0 and r["parallel_ms"] > 0 and r["stepwise_ms"] > 0 and r["speedup"] > 0
                for r in rows)
+    assert "parallel vs sequential" in format_scan_benchmark(rows)
+    assert main(["bench-scan", "--lengths", "4", "--batch", "1", "--d-inner", "2", "--repeat", "1", "--json"]) == 0
+    assert [r["length"] for r in json.loads(capsys.readouterr().out)] == [4]
+
+
+def test_stepwise_inference_loop_equals_the_scans():
+    """Without gradients and without a state hook, the stepwise scan runs a lighter loop: same output."""
+    inputs = ssm_inputs(2 * 64 + 3, 9, 8, 4)  # more episodes than one inference chunk
+    y0, h0 = selective_scan(*inputs, method="sequential")
+    with torch.no_grad():
+        y1, h1 = selective_scan(*inputs, method="stepwise", return_states=False)
+        y2, h2 = selective_scan(*inputs, method="stepwise")
+    assert h1 is None and h2 is not None
+    torch.testing.assert_close(y1, y0.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y2, y0.detach(), rtol=1e-5, atol=1e-5)
+    model = build_model(ModelConfig(**SMALL)).eval()
+    x = Bijection().sample(3, gen()).inputs
+    with torch.no_grad():
+        fast = model(x)
+        _, cache = run_with_cache(model, x, names=["backbone.blocks.0.mixer.hook_ssm_state"])
+        model.backbone.set_scan_method("sequential")
+        torch.testing.assert_close(fast, model(x), rtol=1e-5, atol=1e-5)
+    assert cache["backbone.blocks.0.mixer.hook_ssm_state"].shape == (3, 37, 64, D_STATE)

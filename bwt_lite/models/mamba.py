@@ -28,7 +28,7 @@ nobody reads the state hook (the fused kernel never materialises the states); el
 on an accelerator, where a loop over time is bound by kernel launches; and ``"stepwise"`` on a CPU.
 Measured on 2 shared CPU cores (:func:`benchmark_scan`), the parallel scan beats the sequential
 one only while a step's (batch, d_inner, N) tensor is small (a few thousand numbers); at training
-sizes all of them are bound by memory traffic, and the parallel scan's extra passes make it the
+sizes all of them are bound by memory traffic (``bwt bench-scan``), and the parallel scan's extra passes make it the
 slowest, the stepwise loop the fastest.
 Hook points: ``hook_x`` (conv output), ``hook_dt`` (per-step dt), ``hook_ssm_state`` (B, T, d_inner,
 N), ``hook_y`` (SSM output before the gate) in each mixer; ``hook_resid_pre``/``hook_resid_post``
@@ -245,21 +245,47 @@ def cuda_selective_scan(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: t
     return y.transpose(1, 2)
 
 
+INFERENCE_CHUNK = 64  # episodes per pass of the inference loop (keeps a step's tensors in cache)
+
+
+@torch.no_grad()
+def _stepwise_inference(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
+                        D: torch.Tensor) -> torch.Tensor:
+    """``y`` of the selective SSM without gradients or stored states: the stepwise loop over chunks
+    of :data:`INFERENCE_CHUNK` episodes, ``exp(dt A)`` computed per step (all in cache)."""
+    At = A.T
+    out = []
+    for s in range(0, u.shape[0], INFERENCE_CHUNK):
+        dt_, du, B_, C_ = _time_major(*(t[s:s + INFERENCE_CHUNK] for t in (dt, dt * u, B, C)))
+        h = u.new_zeros(dt_.shape[1], A.shape[1], A.shape[0])
+        ys = []
+        for t in range(dt_.shape[0]):
+            h = torch.addcmul(B_[t, :, :, None] * du[t, :, None, :], torch.exp(dt_[t, :, None, :] * At), h)
+            ys.append(torch.bmm(C_[t, :, None, :], h))
+        out.append(torch.stack(ys).squeeze(2).transpose(0, 1))
+    return torch.cat(out) + u * D
+
+
 def selective_scan(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                   D: torch.Tensor, method: str = "parallel") -> tuple[torch.Tensor, torch.Tensor | None]:
+                   D: torch.Tensor, method: str = "parallel",
+                   return_states: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The selective SSM: ``y_t = C_t . h_t + D u_t`` with ``h_t = exp(dt_t A) h_{t-1} + dt_t B_t u_t``.
 
     Shapes: ``u``, ``dt`` (batch, T, d_inner); ``A`` (d_inner, N); ``B``, ``C`` (batch, T, N);
     ``D`` (d_inner,). ``method``: ``"sequential"``, ``"parallel"``, ``"stepwise"`` or ``"cuda"``.
-    Returns ``y`` (batch, T, d_inner) and the states (batch, T, d_inner, N) (None for ``"cuda"``),
-    in float32 (float64 inputs stay float64), also under autocast.
+    Returns ``y`` (batch, T, d_inner) and the states (batch, T, d_inner, N), in float32 (float64
+    inputs stay float64), also under autocast. The states are None for ``"cuda"``, and for
+    ``"stepwise"`` without gradients and ``return_states=False`` (a faster inference loop).
     """
     check_choice("method", method, SCAN_METHODS[1:])
     if method == "cuda":
         return cuda_selective_scan(u, dt, A, B, C, D), None
     if method == "stepwise":
         with torch.autocast(u.device.type, enabled=False):
-            return _Stepwise.apply(*_float32(u, dt, A, B, C, D))
+            inputs = _float32(u, dt, A, B, C, D)
+            if not (return_states or torch.is_grad_enabled()):
+                return _stepwise_inference(*inputs), None
+            return _Stepwise.apply(*inputs)
     h = ssm_states(u, dt, A, B, method)
     return ssm_readout(h, C, u, D), h
 
@@ -322,7 +348,8 @@ class MambaMixer(nn.Module):
         if method in ("parallel", "sequential"):  # a hook that edits the state changes the output
             y = ssm_readout(self.hook_ssm_state(ssm_states(xi, dt, A, B, method)), C, xi, self.D)
         else:
-            y, h = selective_scan(xi, dt, A, B, C, self.D, method)
+            y, h = selective_scan(xi, dt, A, B, C, self.D, method,
+                                  return_states=bool(self.hook_ssm_state._forward_hooks))
             if h is not None:  # read-only here: the output is already computed
                 self.hook_ssm_state(h)
         return self.out_proj(self.hook_y(y.to(xi.dtype)) * F.silu(z))
@@ -365,11 +392,12 @@ class Mamba(BlockStack):
 
 def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int = 16, d_inner: int = 64,
                    d_state: int = D_STATE, methods: tuple[str, ...] = ("sequential", "parallel", "stepwise"),
-                   repeat: int = 5, backward: bool = True, seed: int = 0) -> list[dict[str, float]]:
+                   repeat: int = 7, backward: bool = True, seed: int = 0) -> list[dict[str, float]]:
     """Milliseconds per :func:`selective_scan` call of each method on CPU, one row per length.
 
-    With ``backward``, a call is forward + backward with respect to every input. Row keys:
-    ``length``, ``<method>_ms`` for each method, and ``speedup`` = sequential / parallel.
+    With ``backward``, a call is forward + backward with respect to every input. Each call is timed
+    on its own and the fastest of ``repeat`` is kept (robust to other jobs sharing the CPU). Row
+    keys: ``length``, ``<method>_ms`` for each method, and ``speedup`` = sequential / parallel.
     """
     g = torch.Generator().manual_seed(seed)
     rows = []
@@ -386,22 +414,23 @@ def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int
                 if backward:
                     y.square().sum().backward()
             call()  # warm-up
-            t0 = time.perf_counter()
+            times = []
             for _ in range(repeat):
+                t0 = time.perf_counter()
                 call()
-            row[f"{method}_ms"] = 1000 * (time.perf_counter() - t0) / repeat
+                times.append(time.perf_counter() - t0)
+            row[f"{method}_ms"] = 1000 * min(times)
         if "sequential_ms" in row and "parallel_ms" in row:
             row["speedup"] = row["sequential_ms"] / row["parallel_ms"]
         rows.append(row)
     return rows
 
 
-if __name__ == "__main__":  # python -m bwt_lite.models.mamba [batch d_inner]
-    import sys
-
-    batch, d_inner = (int(v) for v in sys.argv[1:3]) if len(sys.argv) > 2 else (16, 64)
-    print(f"selective scan, forward + backward, batch {batch}, d_inner {d_inner}, N {D_STATE}, "
-          f"{torch.get_num_threads()} thread(s); ms per call")
-    for r in benchmark_scan(batch=batch, d_inner=d_inner):
-        print(f"T {r['length']:4d}: sequential {r['sequential_ms']:8.2f} | parallel {r['parallel_ms']:8.2f} "
-              f"| stepwise {r['stepwise_ms']:8.2f} | parallel vs sequential {r['speedup']:.2f}x")
+def format_scan_benchmark(rows: list[dict[str, float]]) -> str:
+    """The rows of :func:`benchmark_scan` as plain text."""
+    methods = [k[:-3] for k in rows[0] if k.endswith("_ms")] if rows else []
+    lines = [f"{'T':>5}" + "".join(f"{m + ' ms':>15}" for m in methods) + "  parallel vs sequential"]
+    for r in rows:
+        lines.append(f"{r['length']:>5}" + "".join(f"{r[m + '_ms']:>15.2f}" for m in methods)
+                     + (f"  {r['speedup']:.2f}x" if "speedup" in r else ""))
+    return "\n".join(lines)
