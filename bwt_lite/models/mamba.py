@@ -55,6 +55,7 @@ D_STATE = 16  # N: state size per channel
 D_CONV = 4  # width of the causal depthwise convolution
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # initial step sizes: log-uniform on [DT_MIN, DT_MAX]
 SCAN_METHODS = ("auto", "parallel", "sequential", "stepwise", "cuda")
+LOG2_E = 1.0 / math.log(2.0)  # every scan takes exp(x) as exp2(x log2 e): several times faster on CPUs
 
 
 def dt_rank(d_model: int) -> int:
@@ -159,7 +160,7 @@ def ssm_states(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tens
     check_choice("method", method, ("parallel", "sequential"))
     with torch.autocast(u.device.type, enabled=False):
         u, dt, A, B = _float32(u, dt, A, B)
-        a = torch.exp(dt.unsqueeze(-1) * A)  # (batch, T, d_inner, N)
+        a = torch.exp2(dt.unsqueeze(-1) * (A * LOG2_E))  # exp(dt A), (batch, T, d_inner, N)
         b = (dt * u).unsqueeze(-1) * B.unsqueeze(2)  # (batch, T, d_inner, N)
         return scan_parallel(a, b) if method == "parallel" else scan_sequential(a, b)
 
@@ -190,7 +191,7 @@ class _Stepwise(torch.autograd.Function):
     def forward(ctx: Any, u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
                 D: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         dt_, du, B_, C_ = _time_major(dt, dt * u, B, C)  # (T, batch, .)
-        a = torch.exp(dt_.unsqueeze(2) * A.T)  # (T, batch, N, d_inner)
+        a = torch.exp2(dt_.unsqueeze(2) * (A.T * LOG2_E))  # exp(dt A), (T, batch, N, d_inner)
         h = u.new_zeros(a.shape[1:])
         hs, ys = [], []
         for t in range(a.shape[0]):
@@ -253,14 +254,14 @@ def _stepwise_inference(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: t
                         D: torch.Tensor) -> torch.Tensor:
     """``y`` of the selective SSM without gradients or stored states: the stepwise loop over chunks
     of :data:`INFERENCE_CHUNK` episodes, ``exp(dt A)`` computed per step (all in cache)."""
-    At = A.T
+    At2 = A.T * LOG2_E
     out = []
     for s in range(0, u.shape[0], INFERENCE_CHUNK):
         dt_, du, B_, C_ = _time_major(*(t[s:s + INFERENCE_CHUNK] for t in (dt, dt * u, B, C)))
         h = u.new_zeros(dt_.shape[1], A.shape[1], A.shape[0])
         ys = []
         for t in range(dt_.shape[0]):
-            h = torch.addcmul(B_[t, :, :, None] * du[t, :, None, :], torch.exp(dt_[t, :, None, :] * At), h)
+            h = torch.addcmul(B_[t, :, :, None] * du[t, :, None, :], torch.exp2(dt_[t, :, None, :] * At2), h)
             ys.append(torch.bmm(C_[t, :, None, :], h))
         out.append(torch.stack(ys).squeeze(2).transpose(0, 1))
     return torch.cat(out) + u * D
