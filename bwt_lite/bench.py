@@ -16,7 +16,7 @@ measures, on whatever device it runs:
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -146,19 +146,28 @@ def train_to_target(scale: str = "lite", target_bits: float | None = None, devic
             "eval_every": preset.train.eval_every}
 
 
-def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, device: str | torch.device = "auto",
-        amp: str = "auto", compile_model: bool = False, train: bool = False, target_bits: float | None = None,
-        repeat: int | None = None, progress: bool = False) -> dict[str, Any]:
-    """Everything ``bwt bench`` measures, as a JSON-ready dict (see the module docstring)."""
+def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, archs: Sequence[str] | None = None,
+        device: str | torch.device = "auto", amp: str = "auto", compile_model: bool = False, train: bool = False,
+        target_bits: float | None = None, repeat: int | None = None, progress: bool = False,
+        log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Everything ``bwt bench`` measures, as a JSON-ready dict (see the module docstring); ``log``
+    gets a line as each preset is timed (paper scale on a CPU takes minutes per preset)."""
     dev = resolve_device(device)
-    presets, skipped = benchmark_presets(tunnels, None, scales)
+    presets, skipped = benchmark_presets(tunnels, archs, scales)
+
+    def timed(p: Preset) -> dict[str, Any]:
+        row = steps_per_second(p, dev, amp, compile_model, repeat)
+        if log is not None:
+            log(f"{p.name}: {row['steps_per_s']:.2f} steps/s, {row['gflop_per_step']:.1f} GFLOP/step")
+        return row
+
     out: dict[str, Any] = {
         "device": dev.type, "device_name": device_name(dev), "precision": precision_name(amp_dtype(amp, dev)),
         "compile": compile_model, "torch": torch.__version__, "threads": torch.get_num_threads(),
         "episodes_per_s": {name: episodes_per_second(name, device=dev)
                            for name in (sorted(TUNNEL_ARGS) if tunnels is None else tunnels)},
         "hmm_naive_python_filter_episodes_per_s": hmm_naive_episodes_per_second(),
-        "train_steps": [steps_per_second(p, dev, amp, compile_model, repeat) for p in presets],
+        "train_steps": [timed(p) for p in presets],
         "skipped": skipped,
     }
     if train:

@@ -171,9 +171,9 @@ def cmd_ship(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import format_table, run
 
-    result = run(scales=args.scale, tunnels=args.tunnels, device=args.device, amp=args.amp,
+    result = run(scales=args.scale, tunnels=args.tunnels, archs=args.archs, device=args.device, amp=args.amp,
                  compile_model=args.compile, train=args.train, target_bits=args.target, repeat=args.repeat,
-                 progress=_progress(args))
+                 progress=_progress(args), log=_log)
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 
@@ -290,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("bench", help="benchmarks on this device (episodes/s, steps/s per architecture and scale, time to target)")
     sp.add_argument("--scale", nargs="+", choices=SCALES, default=list(SCALES))
     sp.add_argument("--tunnels", nargs="+", choices=sorted(TUNNELS), default=None, help="default: every tunnel with presets")
+    sp.add_argument("--archs", nargs="+", choices=ARCHS, default=None, help="default: every architecture")
     sp.add_argument("--device", default="auto")
     speed_args(sp)
     sp.add_argument("--repeat", type=int, default=None, help="timed steps per preset (default: 50 GPU; CPU 20 lite, 3 paper)")

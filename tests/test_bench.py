@@ -46,10 +46,13 @@ def test_time_to_target_stops_at_the_first_evaluation_below_it(monkeypatch):
 
 def test_bench_cli_json_and_table(capsys, monkeypatch):
     monkeypatch.setattr(bench, "hmm_naive_episodes_per_second", lambda: 1.0)
-    assert main(["bench", "--scale", "lite", "--tunnels", "bijection", "--repeat", "1", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    assert main(["bench", "--scale", "lite", "--tunnels", "bijection", "--archs", "transformer", "mlp",
+                 "--repeat", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert out["device"] == "cpu" and out["precision"] == "fp32" and out["compile"] is False
-    assert [r["preset"] for r in out["train_steps"]] == [f"bijection-{arch}-lite" for arch in bench.ARCHS]
+    assert [r["preset"] for r in out["train_steps"]] == ["bijection-transformer-lite", "bijection-mlp-lite"]
+    assert "bijection-mlp-lite: " in captured.err and "steps/s" in captured.err  # a line per preset as it is timed
     table = bench.format_table(out)
     assert "bijection-transformer-lite" in table and "steps/s" in table and "GFLOP/step" in table
 
