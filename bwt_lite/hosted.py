@@ -42,16 +42,28 @@ class HostedCheckpoint:
     meta: HostedFile  # checkpoint.json
 
 
-# Preset name -> its published checkpoint (None: not published yet).
+# Preset name -> its published checkpoint (None: not published yet). Every paper preset has a line.
 REGISTRY: dict[str, HostedCheckpoint | None] = {
     "bijection-transformer-paper": None,
     "bijection-mlp-paper": None,
+    "bijection-lstm-paper": None,
+    "bijection-mamba-paper": None,
     "hmm-transformer-paper-soft": None,
     "hmm-mlp-paper-soft": None,
+    "hmm-lstm-paper-soft": None,
+    "hmm-mamba-paper-soft": None,
     "recall-transformer-paper": None,
     "recall-mlp-paper": None,
+    "recall-lstm-paper": None,
+    "recall-mamba-paper": None,
     "regression-transformer-paper": None,
     "regression-mlp-paper": None,
+    "regression-lstm-paper": None,
+    "regression-mamba-paper": None,
+    "sticky-transformer-paper": None,
+    "sticky-mlp-paper": None,
+    "sticky-lstm-paper": None,
+    "sticky-mamba-paper": None,
 }
 
 
