@@ -8,7 +8,9 @@ measures, on whatever device it runs:
   architecture in :data:`bwt_lite.models.ARCHS` at every scale, for each tunnel that has presets,
   with the time the preset's whole run would take at that speed (evaluations excluded), and the
   floating-point operations of one step (counted by ``torch.utils.flop_counter``, the same on every
-  device: divided by a GPU's sustained FLOP/s, they estimate its step time where none was measured);
+  device: divided by a GPU's sustained FLOP/s, they estimate its step time where none was measured;
+  operations torch has no count for, such as its fused LSTM, would be missing, so a step counted
+  below one operation per parameter and token shows ``n/a``);
 - with ``--train``, time to target: the wall time until the held-out entropy MAE of the bijection
   transformer first reaches the target (0.02 bits at lite scale, 0.01 at paper scale unless
   ``--target``), evaluations included, read at the preset's evaluation interval.
@@ -102,12 +104,14 @@ def steps_per_second(preset: Preset, device: str | torch.device = "cpu", amp: st
     with FlopCounterMode(display=False) as counter:  # one eager step, counted (not timed)
         one(model)
     seconds = _timeit(one, repeat, warmup, device=dev)
-    gflop = counter.get_total_flops() / 1e9
+    tokens = preset.train.batch_size * t.seq_len
+    counted = counter.get_total_flops()
+    gflop = counted / 1e9 if counted >= model.n_params * tokens else None  # else: ops torch cannot count
     return {"preset": preset.name, "tunnel": preset.tunnel["tunnel"], "arch": preset.model.arch,
             "scale": preset.scale, "params": model.n_params, "batch_size": preset.train.batch_size,
             "steps_per_s": 1.0 / seconds, "ms_per_step": 1000.0 * seconds, "steps": preset.train.steps,
             "full_run_s": preset.train.steps * seconds, "gflop_per_step": gflop,
-            "tflop_per_s": gflop / seconds / 1000.0, "repeat": repeat}
+            "tflop_per_s": None if gflop is None else gflop / seconds / 1000.0, "repeat": repeat}
 
 
 def ms_per_step(tunnel: str, arch: str, scale: str = "lite", repeat: int = 20, device: str = "cpu") -> float:
@@ -186,7 +190,8 @@ def format_table(result: dict[str, Any]) -> str:
             f"  full run at this speed")
     lines += [head, "-" * len(head)]
     for r in result["train_steps"]:
-        lines.append(f"{r['preset']:<34}{r['params']:>11,}{r['batch_size']:>7}{r['gflop_per_step']:>12.1f}"
+        gflop = "n/a" if r["gflop_per_step"] is None else f"{r['gflop_per_step']:.1f}"
+        lines.append(f"{r['preset']:<34}{r['params']:>11,}{r['batch_size']:>7}{gflop:>12}"
                      f"{r['steps_per_s']:>10.2f}"
                      f"{r['ms_per_step']:>10.1f}  {format_duration(r['full_run_s'])} ({r['steps']:,} steps)")
     if result["skipped"]:

@@ -64,3 +64,13 @@ def test_train_cli_prints_steps_per_second_and_time_left(capsys, isolated_cache)
     lines = [line for line in captured.err.splitlines() if line.startswith("bijection-transformer-lite: step")]
     assert lines and all("steps/s" in line and "left" in line for line in lines[1:])
     assert "steps/s)" in captured.out and "4 steps in" in captured.out
+
+
+def test_uncountable_operations_give_no_flop_figure():
+    if "lstm" not in bench.ARCHS:
+        pytest.skip("no LSTM architecture")
+    row = bench.steps_per_second(get_preset("bijection", "lstm", "lite", batch_size=8), repeat=1, warmup=0)
+    assert row["gflop_per_step"] is None and row["tflop_per_s"] is None  # torch's fused LSTM has no FLOP count
+    assert "n/a" in bench.format_table({"device_name": "cpu", "precision": "fp32", "compile": False, "torch": "x",
+                                        "episodes_per_s": {}, "hmm_naive_python_filter_episodes_per_s": 1.0,
+                                        "train_steps": [row], "skipped": []})
