@@ -1,5 +1,7 @@
 """The book's wiring: every chapter is in the TOC, has the setup cell, a Colab badge built from
-the repository URL in _config.yml, objectives, a time estimate and exercises with checkers."""
+the repository URL in _config.yml, objectives, prerequisites, a time estimate, and exercises in the
+one format of book/instructors.md whose checkers are all tested; the course pages are in the TOC
+and every citation has a BibTeX entry."""
 import json
 import re
 from pathlib import Path
@@ -58,3 +60,116 @@ def test_chapter_standards(path):
     assert any("bwt_lite.exercises" in s for s in src)
     assert any(s.startswith("# NBVAL_CHECK_OUTPUT") for s in src)
     assert not any("TODO" in s for c, s in zip(cells, src) if c["cell_type"] == "code")
+
+
+# ------------------------------------------------------------------------------------------------
+# The exercise format (documented in book/instructors.md, "The exercise format"):
+#   ### Exercise <chapter>.<n>[ (optional)]: <title>
+#   *Difficulty: ●○○, about 10 minutes.*          (●○○, ●●○ or ●●●; the time budget in minutes)
+#   ...the task, then a code cell that calls a checker from bwt_lite.exercises...
+#   <details><summary>Solution</summary> ... </details>   (before the next exercise)
+
+EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+)( \(optional\))?: \S.*$", re.M)
+DIFFICULTY = re.compile(r"^\*Difficulty: (●○○|●●○|●●●), about (\d+) minutes\.\*$")
+CHECKER_CALL = re.compile(r"\b(check_\w+)\(")
+
+
+def exercise_checkers() -> dict[str, str]:
+    """Every public checker function in bwt_lite.exercises: name -> module."""
+    import importlib
+    import pkgutil
+
+    import bwt_lite.exercises as pkg
+
+    found = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for name, obj in vars(module).items():
+            if name.startswith("check_") and callable(obj) and getattr(obj, "__module__", "") == module.__name__:
+                found[name] = module.__name__
+    return found
+
+
+HEADING = re.compile(r"^#{1,3} .*$", re.M)
+
+
+def exercises(cells):
+    """Each exercise with the cells (or parts of cells) from its heading to the next heading of
+    level 1-3: [(heading match, [(cell_type, text), ...])]."""
+    out, current = [], None
+    for cell in cells:
+        text = "".join(cell["source"])
+        if cell["cell_type"] != "markdown":
+            if current is not None:
+                current.append(("code", text))
+            continue
+        cuts = list(HEADING.finditer(text))
+        if current is not None:
+            current.append(("markdown", text[: cuts[0].start() if cuts else len(text)]))
+        for i, heading in enumerate(cuts):
+            match = EXERCISE.match(heading.group(0))
+            current = None
+            if match is not None:
+                current = [("markdown", text[heading.start(): cuts[i + 1].start() if i + 1 < len(cuts) else len(text)])]
+                out.append((match, current))
+    return out
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_exercises_follow_the_format(path):
+    chapter = int(path.name[:2])
+    found = exercises(json.loads(path.read_text())["cells"])
+    assert found, "a chapter has exercises"
+    checkers = exercise_checkers()
+    for n, (match, parts) in enumerate(found, start=1):
+        label = match.group(0)
+        assert (int(match.group(1)), int(match.group(2))) == (chapter, n), f"{label}: expected Exercise {chapter}.{n}"
+        first = [line for line in parts[0][1].splitlines()[1:] if line.strip()][0]
+        assert DIFFICULTY.match(first), f"{label}: the line after the heading must be like '*Difficulty: ●●○, about 15 minutes.*', got {first!r}"
+        assert 1 <= int(DIFFICULTY.match(first).group(2)) <= 120
+        calls = [c for kind, text in parts if kind == "code" for c in CHECKER_CALL.findall(text)]
+        assert calls, f"{label}: a code cell must call a checker from bwt_lite.exercises"
+        assert all(c in checkers for c in calls), f"{label}: unknown checker(s) {[c for c in calls if c not in checkers]}"
+        solution = "".join(text for kind, text in parts if kind == "markdown")
+        assert "<details><summary>Solution</summary>" in solution and "</details>" in solution.split(
+            "<details><summary>Solution</summary>", 1)[1], f"{label}: needs a collapsible solution before the next exercise"
+
+
+def test_every_checker_is_tested_in_pytest():
+    tests = "".join(p.read_text() for p in (ROOT / "tests").glob("test_exercises_*.py"))
+    untested = [name for name in exercise_checkers() if not re.search(rf"\b{name}\b", tests)]
+    assert not untested, f"checkers without a test in tests/test_exercises_*.py: {untested}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_states_prerequisites(path):
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+    assert re.search(r"\*\*Prerequisites\.\*\*", first), "the first cell states the prerequisites"
+
+
+# ------------------------------------------------------------------------------------------------
+# Course pages and citations
+
+BIB_KEYS = set(re.findall(r"^@\w+\{([^,\s]+),", (ROOT / "references.bib").read_text(), re.M))
+CITE = re.compile(r"\{cite(?::\w+)?\}`([^`]+)`")
+
+
+def test_course_pages_are_in_the_toc_and_the_bibliography_is_configured():
+    listed = set(toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())))
+    for page in ("book/setup", "book/instructors", "book/glossary", "book/bibliography"):
+        assert page in listed and (ROOT / f"{page}.md").exists(), page
+    assert CONFIG["bibtex_bibfiles"] == ["references.bib"]
+    assert "```{bibliography}" in (ROOT / "book" / "bibliography.md").read_text()
+    assert {"agarwal2025geometry", "agarwal2025gradient", "agarwal2025scaling"} <= BIB_KEYS
+
+
+def test_every_citation_has_a_bibtex_entry():
+    pages = [p for p in (ROOT / "book").glob("*.md")] + CHAPTERS
+    cited = set()
+    for page in pages:
+        text = page.read_text()
+        if page.suffix == ".ipynb":
+            text = "".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "markdown")
+        for keys in CITE.findall(text):
+            cited |= {k.strip() for k in keys.split(",")}
+    assert cited and cited <= BIB_KEYS, f"unknown citation keys: {sorted(cited - BIB_KEYS)}"
