@@ -51,7 +51,11 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
 # Per-tunnel sizes where a tunnel's paper model differs from the defaults above.
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
-    ("hmm", "transformer", "lite"): {"d_model": 96, "n_layers": 4, "n_heads": 6},
+    ("hmm", "transformer", "lite"): {"d_model": 64, "n_layers": 4, "n_heads": 4},
+    # matched to the HMM's smaller lite transformer (215,301): MLP +0.4 %, LSTM -1.9 %, Mamba -1.9 %
+    ("hmm", "mlp", "lite"): {"d_model": 64, "n_layers": 6},
+    ("hmm", "lstm", "lite"): {"d_model": 88, "n_layers": 3},
+    ("hmm", "mamba", "lite"): {"d_model": 112, "n_layers": 2},
     ("regression", "transformer", "lite"): {"d_model": 96, "n_layers": 3, "n_heads": 6},
     # matched to that smaller lite transformer (336,770): +4.6 % and -2.6 %
     ("regression", "lstm", "lite"): {"d_model": 120, "n_layers": 3},
@@ -87,8 +91,11 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
 TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("hmm", "transformer", "paper"): replace(TRAIN[("transformer", "paper")], target="soft"),
     ("hmm", "mlp", "paper"): replace(TRAIN[("mlp", "paper")], target="soft"),
-    ("hmm", "transformer", "lite"): TrainConfig(steps=3_000, batch_size=32, lr=2e-3, weight_decay=0.01,
-                                                warmup_steps=200, eval_every=250, target="soft"),
+    # HMM: d = 64 trains ~2x faster per step than d = 96 and went further in the same time; 10,000
+    # steps with a learning-rate floor (d = 96, 3,000 steps, cosine to 0: 0.136 bits; this: 0.083).
+    ("hmm", "transformer", "lite"): TrainConfig(steps=10_000, batch_size=32, lr=2e-3, weight_decay=0.01,
+                                                warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
+                                                target="soft"),
     ("hmm", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], target="soft"),
     ("hmm", "lstm", "paper"): replace(TRAIN[("lstm", "paper")], target="soft"),
     ("hmm", "mamba", "paper"): replace(TRAIN[("mamba", "paper")], target="soft"),

@@ -44,7 +44,7 @@ THRESHOLDS: dict[str, tuple[str, str, float]] = {
 # How each architecture's size was chosen (presets.ARCH_SIZES says the same beside the numbers).
 HOW_MATCHED: dict[tuple[str, str], str] = {
     ("transformer", "paper"): "reference: spec 1.7 (HMM: the paper's 9 layers, 8 heads, d=256)",
-    ("transformer", "lite"): "reference: d=128, 2 layers (HMM 96x4, regression 96x3)",
+    ("transformer", "lite"): "reference: d=128, 2 layers (HMM 64x4, regression 96x3)",
     ("mlp", "paper"): "same embeddings and head, 9 blocks: 1.5x the layers (a block is 2/3 of one)",
     ("mlp", "lite"): "same embeddings and head, 3 blocks: 1.5x the layers (a block is 2/3 of one)",
     ("lstm", "paper"): "not matched: the paper's 6 layers of width 192 ('about 1.8M')",
