@@ -44,9 +44,9 @@ THRESHOLDS: dict[str, tuple[str, str, float]] = {
 # How each architecture's size was chosen (presets.ARCH_SIZES says the same beside the numbers).
 HOW_MATCHED: dict[tuple[str, str], str] = {
     ("transformer", "paper"): "reference: spec 1.7 (HMM: the paper's 9 layers, 8 heads, d=256)",
-    ("transformer", "lite"): "reference: d=128, 2 layers (HMM 64x4, regression 96x3)",
-    ("mlp", "paper"): "same embeddings and head, 9 blocks: 1.5x the layers (a block is 2/3 of one)",
-    ("mlp", "lite"): "same embeddings and head, 3 blocks: 1.5x the layers (a block is 2/3 of one)",
+    ("transformer", "lite"): "reference: this tunnel's lite transformer",
+    ("mlp", "paper"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
+    ("mlp", "lite"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
     ("lstm", "paper"): "not matched: the paper's 6 layers of width 192 ('about 1.8M')",
     ("lstm", "lite"): "width and depth within 10 % of the tunnel's lite transformer",
     ("mamba", "paper"): "transformer's width; 11 blocks, the count nearest its 2,677,440",
