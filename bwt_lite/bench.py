@@ -162,7 +162,8 @@ def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, ar
     def timed(p: Preset) -> dict[str, Any]:
         row = steps_per_second(p, dev, amp, compile_model, repeat)
         if log is not None:
-            log(f"{p.name}: {row['steps_per_s']:.2f} steps/s, {row['gflop_per_step']:.1f} GFLOP/step")
+            gflop = "n/a" if row["gflop_per_step"] is None else f"{row['gflop_per_step']:.1f}"
+            log(f"{p.name}: {row['steps_per_s']:.2f} steps/s, {gflop} GFLOP/step")
         return row
 
     out: dict[str, Any] = {
