@@ -129,7 +129,8 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     row per cell, with the keys arch, tunnel, scale, entropy_mae_bits, kl_bits, accuracy (recall:
     on recalled keys; None for Gaussian tunnels), paper_value (as published, in paper_unit), params,
     and primitive, metric, threshold, realises, paper_realises (the same threshold applied to the
-    paper's number), target, train_steps, seconds (loading or training, and evaluating).
+    paper's number), target, train_steps, per_position (evaluate's per-position curves), seconds
+    (loading or training, and evaluating).
     """
     check_choice("scale", scale, SCALES)
     rows = []
@@ -147,7 +148,8 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
                    "kl_bits": res.kl_bits, "accuracy": res.accuracy,
                    "paper_value": paper.value if paper else None, "paper_unit": paper.unit if paper else None,
                    "params": model.n_params, "primitive": PRIMITIVES[tunnel], "metric": metric,
-                   "threshold": value, "target": preset.train.target, "train_steps": meta["train_steps"]}
+                   "threshold": value, "target": preset.train.target, "train_steps": meta["train_steps"],
+                   "per_position": res.per_position}
             row["realises"] = realises(tunnel, row)
             row["paper_realises"] = realises(tunnel, _paper_metrics(tunnel, arch)) if paper else None
             row["seconds"] = time.perf_counter() - t0

@@ -7,7 +7,7 @@ slider.
 
 Chapter 1: :func:`elimination_widget`. Chapter 2: :func:`prediction_widget`. Chapter 3:
 :func:`hmm_filter_widget`. Chapter 4: :func:`recall_widget`. Chapter 5: :func:`regression_widget`.
-Chapter 11: :func:`routing_widget`.
+Chapter 6: :func:`primitives_widget`. Chapter 11: :func:`routing_widget`.
 """
 from __future__ import annotations
 
@@ -303,3 +303,36 @@ def routing_widget(trace: ScoreDescent, symbols: list[int] | None = None, step: 
 
     slider = ipywidgets.IntSlider(value=step, min=0, max=n_steps - 1, description="step", continuous_update=False)
     return ipywidgets.interactive(show, step=slider)
+
+
+def primitives_widget(rows: list[dict], tunnel: str | None = None, error: bool = False) -> ipywidgets.interactive:
+    """Browse the primitives table: for one tunnel, each architecture's entropy (or entropy error)
+    per position beside Bayes', with its row of the table.
+
+    ``rows``: the rows of :func:`bwt_lite.reproduce.reproduce`. Controls: the tunnel, which
+    architectures to draw, and entropy vs error.
+    """
+    tunnels = list(dict.fromkeys(r["tunnel"] for r in rows))
+    archs = list(dict.fromkeys(r["arch"] for r in rows))
+    if not tunnels:
+        raise ValueError("rows has no cells")
+    tunnel = tunnels[0] if tunnel is None else tunnel
+    if tunnel not in tunnels:
+        raise ValueError(f"tunnel must be one of {tunnels}, got {tunnel!r}")
+
+    def show(tunnel: str, archs: tuple[str, ...], error: bool) -> None:
+        from IPython.display import display
+
+        for r in rows:
+            if r["tunnel"] == tunnel and r["arch"] in archs:
+                acc = "" if r["tunnel"] != "recall" else f", accuracy on recalled keys {r['accuracy']:.1%}"
+                print(f"{r['arch']:<12} entropy MAE {r['entropy_mae_bits']:.4f} bits, KL {r['kl_bits']:.4f}{acc}"
+                      f" -> realises {r['primitive']}: {'yes' if r['realises'] else 'no'}")
+        fig = plots.plot_primitives_entropy(rows, tunnels=[tunnel], archs=list(archs), error=error)
+        display(fig)
+        plt.close(fig)
+
+    return ipywidgets.interactive(
+        show, tunnel=ipywidgets.Dropdown(options=tunnels, value=tunnel, description="tunnel"),
+        archs=ipywidgets.SelectMultiple(options=archs, value=tuple(archs), description="architectures"),
+        error=ipywidgets.Checkbox(value=error, description="entropy error instead of entropy"))

@@ -9,6 +9,7 @@ from bwt_lite.checkpoints import CheckpointError, load_checkpoint, train_and_sav
 from bwt_lite.cli import main
 from bwt_lite.models import ARCHS
 from bwt_lite.presets import get_preset
+from bwt_lite.tunnels import make_tunnel
 
 KEYS = {"arch", "tunnel", "scale", "entropy_mae_bits", "kl_bits", "accuracy", "paper_value", "params"}
 
@@ -83,6 +84,10 @@ def test_reproduce_rows_train_missing_then_load(tiny):
         assert r["primitive"] == reproduce.PRIMITIVES[r["tunnel"]]
         assert (r["accuracy"] is None) == (r["tunnel"] == "regression")
         assert r["params"] == reproduce._count(tiny_preset(r["tunnel"], r["arch"]))
+        n = len(make_tunnel(**tiny_preset(r["tunnel"], r["arch"]).tunnel).positions)
+        assert {"h_model", "h_bayes", "entropy_mae"} <= set(r["per_position"])
+        assert len(r["per_position"]["entropy_mae"]) == n
+        assert abs(sum(r["per_position"]["entropy_mae"]) / n - r["entropy_mae_bits"]) < 1e-6
     paper = {(r["tunnel"], r["arch"]): r["paper_value"] for r in rows}
     assert paper[("bijection", "mlp")] == 1.85 and paper[("recall", "mamba")] == 97.8 and paper[("recall", "mlp")] is None
     again = reproduce.reproduce("lite", episodes=16, download=False, archs=["mamba"], tunnels=["hmm"],
