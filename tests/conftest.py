@@ -30,3 +30,4 @@ def gen(seed: int = 0) -> torch.Generator:
 
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
