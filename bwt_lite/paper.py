@@ -65,7 +65,7 @@ FIGURES: dict[str, Published] = {
         1000, "steps", "Paper II, single-head model, sticky Markov chain", "the SGD run's length (its final loss)"),
     # Paper I geometry, part A (spec 1.10): the hypothesis frame, head and layer ablation.
     "key_cosine_layer0": Published(
-        0.052, "mean |off-diagonal cosine|", "Paper I, layer-0 keys of the hypothesis tokens (production checkpoint)",
+        0.052, "mean |off-diagonal cosine|", "Paper I, layer-0 keys of the hypothesis tokens",
         "vs 0.082 at random init (\"37 % lower, p < 0.001\", \"< 0.1\"); the paper does not say how the keys were taken"),
     "key_cosine_layer0_random": Published(
         0.082, "mean |off-diagonal cosine|", "Paper I, the same measurement at random initialisation"),
