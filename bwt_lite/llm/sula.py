@@ -93,6 +93,7 @@ def bayes_predictive(m, n, accuracy: float = 0.9) -> torch.Tensor:
 def binary_entropy_bits(p) -> torch.Tensor:
     """Entropy in bits of a two-outcome distribution (p, 1 - p)."""
     p = torch.as_tensor(p, dtype=torch.float64).clamp(0, 1)
+    p = torch.minimum(p, 1 - p)  # H(p) = H(1 - p) exactly, so equal evidence for either label ties
     q = 1 - p
     return -(torch.where(p > 0, p * p.log2(), torch.zeros_like(p)) + torch.where(q > 0, q * q.log2(), torch.zeros_like(q)))
 
