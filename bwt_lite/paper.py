@@ -63,6 +63,24 @@ FIGURES: dict[str, Published] = {
         430, "steps", "Paper II, single-head model, sticky Markov chain", "steps of the EM-like update to SGD's final loss"),
     "em_vs_sgd_sgd_steps": Published(
         1000, "steps", "Paper II, single-head model, sticky Markov chain", "the SGD run's length (its final loss)"),
+    # Paper III: pretrained language models (spec 1.10, section 2). Ranges are stored as _low / _high pairs.
+    "llm_key_orthogonality_low": Published(
+        0.11, "mean |cos|", "Paper III, Pythia-410M key orthogonality (range over layers)", "key vectors per layer"),
+    "llm_key_orthogonality_high": Published(
+        0.13, "mean |cos|", "Paper III, Pythia-410M key orthogonality (range over layers)", "key vectors per layer"),
+    "llm_key_orthogonality_authors_probe": Published(
+        0.03, "mean |cos|", "the authors' shipped probe for Paper III (Pythia-410M)",
+        "cosines of raw token embeddings: no layer norm, no key projection"),
+    "llm_value_pc12_pythia_mixed": Published(99.7, "% variance", "Paper III, value manifold, Pythia-410M", "PC1+PC2, mixed-domain prompts"),
+    "llm_value_pc12_pythia_single": Published(99.9, "% variance", "Paper III, value manifold, Pythia-410M", "PC1+PC2, single-domain prompts"),
+    "llm_value_pc12_phi2_mixed": Published(60.6, "% variance", "Paper III, value manifold, Phi-2", "PC1+PC2, mixed-domain prompts"),
+    "llm_value_pc12_phi2_single": Published(63.5, "% variance", "Paper III, value manifold, Phi-2", "PC1+PC2, single-domain prompts"),
+    "llm_value_pc12_llama_mixed": Published(51.4, "% variance", "Paper III, value manifold, Llama-3.2-1B", "PC1+PC2, mixed-domain prompts"),
+    "llm_value_pc12_llama_single": Published(73.6, "% variance", "Paper III, value manifold, Llama-3.2-1B", "PC1+PC2, single-domain prompts"),
+    "llm_sula_mae_low": Published(0.31, "bits", "Paper III, SULA entropy MAE (range over models)", "against the entropy of the Bayes posterior"),
+    "llm_sula_mae_high": Published(0.44, "bits", "Paper III, SULA entropy MAE (range over models)", "against the entropy of the Bayes posterior"),
+    "llm_sula_rho_low": Published(0.65, "|rho|", "Paper III, SULA |rho(PC1, H_Bayes)| (range over models)", "last-token representation"),
+    "llm_sula_rho_high": Published(0.80, "|rho|", "Paper III, SULA |rho(PC1, H_Bayes)| (range over models)", "last-token representation"),
     # Paper I geometry, part A (spec 1.10): the hypothesis frame, head and layer ablation.
     "key_cosine_layer0": Published(
         0.052, "mean |off-diagonal cosine|", "Paper I, layer-0 keys of the hypothesis tokens",
