@@ -105,3 +105,18 @@ def test_value_manifold_runs_on_a_model():
     assert r_attn.hook == "backbone.blocks.1.hook_attn_out"
     with pytest.raises(ValueError, match="episodes"):
         value_manifold(model, make_tunnel(**p.tunnel), episodes=2)
+
+
+def test_position_means_and_single_episodes_discard_the_episode_content():
+    g = torch.Generator().manual_seed(6)
+    E, P, d = 100, 8, 10
+    direction = torch.randn(d, generator=g, dtype=torch.float64)
+    h = torch.log2(10.0 - torch.arange(P, dtype=torch.float64))
+    along = h[:, None] * direction  # the entropy staircase on a line, the same in every episode
+    offsets = 5 * torch.randn(E, 1, d, generator=g, dtype=torch.float64)  # episode content, constant in an episode
+    x = (along.unsqueeze(0) + offsets).reshape(E * P, d)
+    r = manifold_of(_rep(x, h.repeat(E), E, P))
+    assert r.pc1 < 0.5  # the global PCA is dominated by the episode content
+    assert r.pc1_position_means == pytest.approx(1.0, abs=1e-9)
+    assert r.position_means_r == pytest.approx(1.0, abs=1e-9)
+    assert r.pc1_single_episode == pytest.approx(1.0, abs=1e-9)

@@ -373,3 +373,48 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+# ------------------------------------------------------------------------------------------------
+# What the widget shows at each snapshot
+
+
+@dataclass
+class SnapshotView:
+    """One snapshot's attention pattern on one episode and its value manifold (for scrubbing)."""
+
+    step: int
+    pattern: Tensor  # (T, T) attention of head ``head`` of layer ``layer`` on the episode
+    layer: int
+    head: int
+    scores: Tensor  # (N, 2) PC1, PC2 of the final representation (PC1 oriented with the entropy, PC2 with the position)
+    entropy: Tensor  # (N,) Bayes entropy, bits
+    explained: list[float]  # variance fractions of PC1, PC2
+
+
+def snapshot_views(traj: Trajectory, layer: int = 0, head: int = 0, episodes: int = 128, seed: int = 0,
+                   episode: int = 0) -> list[SnapshotView]:
+    """For every snapshot: the attention pattern of (``layer``, ``head``) on held-out episode
+    ``episode`` and PCA(2) of the final representation over ``episodes`` held-out episodes."""
+    from .manifold import collect_representation, manifold_of, pearson
+
+    tunnel = make_tunnel(**traj.preset.tunnel)
+    n_layers, n_heads = traj.preset.model.n_layers, traj.preset.model.n_heads
+    if not 0 <= layer < n_layers or not 0 <= head < n_heads:
+        raise ValueError(f"layer must be in 0..{n_layers - 1} and head in 0..{n_heads - 1}, got {layer}, {head}")
+    check_int("episode", episode, 0)
+    ep = tunnel.sample(episode + 1, torch.Generator().manual_seed(EVAL_SEED_BASE + seed))
+    name = f"backbone.blocks.{layer}.attn.hook_pattern"
+    views = []
+    for step in traj.steps:
+        model = traj.model_at(step)
+        with torch.no_grad():
+            _, cache = run_with_cache(model, ep.inputs[episode:episode + 1], ep.positions, names=[name])
+        rep = collect_representation(model, tunnel, episodes, seed)
+        m = manifold_of(rep)
+        scores = m.scores.clone()
+        if pearson(scores[:, 1], rep.position.double()) < 0:
+            scores[:, 1] *= -1
+        views.append(SnapshotView(step=step, pattern=cache[name][0, head].double(), layer=layer, head=head,
+                                  scores=scores, entropy=m.entropy, explained=m.explained[:2]))
+    return views

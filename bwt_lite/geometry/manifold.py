@@ -10,6 +10,10 @@ the last block's attention output instead), and reports
   arbitrary: PC1 is oriented so that its Pearson r is >= 0);
 - held-out linear R^2 of the entropy from the whole representation and from PC1 alone (ridge fit
   on the first half of the episodes, scored on the second);
+- PC1's share for two ways of taking the PCA that discard the episode-specific content: over the
+  P per-position **mean** representations (``pc1_position_means``, with ``|r|`` of its PC1 with the mean
+  entropy per position), and within **one episode** at a time (``pc1_single_episode``, averaged over
+  episodes; a PCA of many copies of one sequence, as in one of the authors' scripts, measures this);
 - a **position baseline**: the held-out R^2 of predicting the entropy by its mean at each position.
   On the bijection the Bayes entropy log2(V - t) is a function of the position alone (baseline 1),
   so a representation that tracks the position also "tracks the entropy"; the HMM's entropy varies
@@ -157,6 +161,9 @@ class ManifoldResult:
     r2_pc1: float  # entropy from PC1 alone (PCA and fit on the fitting half)
     position_r2: float  # baseline: entropy from its per-position mean
     r2_within_position: float  # the entropy's deviation from its position mean, from the representation (nan if none)
+    pc1_position_means: float  # PC1's variance fraction of the P per-position mean representations
+    position_means_r: float  # |Pearson r| of that PC1 with the mean Bayes entropy per position
+    pc1_single_episode: float  # PC1's variance fraction within one episode (its P points), mean over episodes
     n_points: int
     dim: int
     hook: str
@@ -171,7 +178,8 @@ class ManifoldResult:
     def summary(self) -> dict[str, float]:
         return {"pc1": self.pc1, "pc1_pc2": sum(self.explained[:2]), "pearson_r": self.pearson_r,
                 "spearman_r": self.spearman_r, "r2": self.r2, "r2_pc1": self.r2_pc1, "position_r2": self.position_r2,
-                "r2_within_position": self.r2_within_position}
+                "r2_within_position": self.r2_within_position, "pc1_position_means": self.pc1_position_means,
+                "position_means_r": self.position_means_r, "pc1_single_episode": self.pc1_single_episode}
 
 
 def _position_means(y: Tensor, pos: Tensor, n_pos: int) -> Tensor:
@@ -201,10 +209,19 @@ def manifold_of(rep: Representation, ridge: float = 1e-6, k: int = 5) -> Manifol
         within = float("nan")  # the entropy is a function of the position: nothing left to explain
     else:
         within = r2_score(dev_test, ridge_fit(rep.x[fit], dev_fit, ridge).predict(rep.x[test]))
+    # PCA of the per-position means (the episode-specific content averaged away) and within single episodes
+    n_pts = torch.bincount(rep.position, minlength=n_pos).clamp_min(1).unsqueeze(1).to(torch.float64)
+    pos_means = torch.zeros(n_pos, rep.x.shape[1], dtype=torch.float64).index_add_(0, rep.position, rep.x) / n_pts
+    pm = pca(pos_means, 1) if n_pos >= 2 else None
+    single = [pca(rep.x[rep.episode == e], 1).explained[0] for e in range(min(n_ep, 64))] if n_pos >= 2 else []
     scores = p.scores[:, :2].clone()
     scores[:, 0] *= sign
     return ManifoldResult(explained=p.explained, pearson_r=sign * pearson(pc1, h), spearman_r=sign * spearman(pc1, h),
                           r2=r2, r2_pc1=r2_pc1, position_r2=position_r2, r2_within_position=within,
+                          pc1_position_means=pm.explained[0] if pm else float("nan"),
+                          position_means_r=abs(pearson(pm.scores[:, 0], _position_means(h, rep.position, n_pos)))
+                          if pm else float("nan"),
+                          pc1_single_episode=sum(single) / len(single) if single else float("nan"),
                           n_points=rep.x.shape[0], dim=rep.x.shape[1], hook=rep.hook, scores=scores, entropy=h,
                           position=rep.position)
 
