@@ -106,6 +106,30 @@ FIGURES: dict[str, Published] = {
         0.162, "bits", "the authors' production checkpoint, one layer-0 head zero-ablated (highest of the six)"),
     "layer_ablation_ratio": Published(
         10.0, "x", "Paper I, layer ablation", "removing any single layer raises the error by more than this factor"),
+    # Paper I geometry, part B (spec 1.10): value manifold, frame-precision dissociation, Mamba's simplex.
+    "value_manifold_pc1": Published(
+        0.80, "fraction of variance", "Paper I, value manifold (final-layer representation, bijection)",
+        "PC1 > 80 %; the paper does not say over which points the PCA is taken"),
+    "value_manifold_pc1_recap_low": Published(
+        0.84, "fraction of variance", "Paper III's recap of Paper I's value manifold (low end)", "84-90 %"),
+    "value_manifold_pc1_recap_high": Published(
+        0.90, "fraction of variance", "Paper III's recap of Paper I's value manifold (high end)", "84-90 %"),
+    "frame_overlap_early": Published(
+        3.0, "x null", "the authors' frame-precision measurement, frame overlap by step ~400",
+        "overlap of the hypothesis frame with its final form as a multiple of a null; definition unpublished"),
+    "frame_overlap_early_step": Published(400, "steps", "the authors' frame-precision measurement", "frame overlap 3x null"),
+    "frame_overlap_plateau": Published(
+        6.0, "x null", "the authors' frame-precision measurement, plateau by step ~2,500", "definition unpublished"),
+    "dissociation_mae_2500": Published(
+        0.032, "bits", "the authors' frame-precision run, entropy MAE at step 2,500", "while the frame had already formed"),
+    "dissociation_mae_50k": Published(
+        0.00078, "bits", "the authors' frame-precision run, entropy MAE at step 50,000", "the MAE keeps falling 40x"),
+    "mamba_simplex_entropy_r2": Published(
+        0.40, "R^2", "the authors' Mamba analysis on the HMM (entropy from the final representation)",
+        "their Mamba script reads the wrong token positions (spec section 3)"),
+    "lstm_simplex_entropy_r2": Published(
+        0.004, "R^2", "the authors' LSTM analysis on the HMM (entropy from the final representation)",
+        "their LSTM measured 0.411 bits on the HMM: at the uniform plateau"),
 }
 
 
