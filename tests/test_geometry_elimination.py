@@ -12,7 +12,8 @@ from bwt_lite.geometry.elimination import (CONSISTENT, ELIMINATED, FUTURE, KEY, 
                                            attention_mass_split, bijection_roles, format_summary,
                                            progressive_elimination, qk_cosine, role_counts, role_evenness)
 from bwt_lite.geometry.plotting_attention import (elimination_scrub_widget, plot_attention_entropy,
-                                                  plot_attention_row, plot_qk_cosine, plot_role_mass)
+                                                  plot_attention_row, plot_qk_cosine, plot_role_mass,
+                                                  plot_value_mass)
 from bwt_lite.models import ModelConfig, build_model
 from bwt_lite.tunnels import Episodes
 from bwt_lite.tunnels.bijection import Bijection
@@ -163,6 +164,11 @@ def test_progressive_elimination_on_uniform_attention():
     assert rows[1]["entropy_bits"] == pytest.approx(rows[1]["uniform_entropy_bits"], abs=1e-5)
     assert "layer 1" in format_summary(res)
     assert res.example["patterns"].shape == (2, 4, 37, 37)
+    # the mass by value identity adds up to the mass on value positions
+    total = (res.value_mass * res.value_counts).sum(-1)  # (n_layers, H)
+    on_values = (res.mass[..., ELIMINATED] + res.mass[..., CONSISTENT]).sum(-1) * res.episodes
+    assert torch.allclose(total, on_values, rtol=1e-9)
+    assert res.value_counts.sum().item() == 40 * sum(range(19))  # episodes x revealed values over the queries
     with pytest.raises(ValueError, match="role"):
         res.layer_mass("hypothesis")
     mlp = build_model(ModelConfig(arch="mlp", d_model=16, n_layers=1, vocab_size=40, n_positions=38,
@@ -178,6 +184,7 @@ def test_elimination_plots_and_widget():
     assert isinstance(plot_attention_entropy(res, reference=res), Figure)
     assert isinstance(plot_qk_cosine(res), Figure) and isinstance(plot_qk_cosine(res, head=1), Figure)
     assert isinstance(plot_attention_row(res, 5, 1, head=2), Figure)
+    assert isinstance(plot_value_mass(res), Figure)
     with pytest.raises(ValueError, match="step"):
         plot_attention_row(res, 30, 0)
     w = elimination_scrub_widget(res)

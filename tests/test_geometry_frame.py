@@ -8,6 +8,7 @@ import torch
 from matplotlib.figure import Figure
 
 from bwt_lite.geometry.frame import (DEFINITIONS, FrameDefinition, abs_cosine_std, analytic_abs_cosine, cosine_matrix,
+                                     effective_dimension,
                                      expected_abs_cosine, format_frame_table, frame_table, hypothesis_keys,
                                      key_orthogonality, off_diagonal_cosine, random_init_model)
 from bwt_lite.geometry.plotting_attention import frame_widget, plot_frame_by_head, plot_key_cosines
@@ -31,12 +32,14 @@ def test_exactly_orthogonal_keys_have_zero_off_diagonal_cosine():
         for stat in ("abs", "signed"):
             assert torch.allclose(off_diagonal_cosine(keys, stat), torch.zeros(2, dtype=torch.float64), atol=1e-12)
         assert torch.allclose(cosine_matrix(keys)[0], torch.eye(n, dtype=torch.float64), atol=1e-12)
+        assert torch.allclose(effective_dimension(cosine_matrix(keys)), torch.full((2,), float(n), dtype=torch.float64))
 
 
 def test_identical_and_antipodal_keys():
     v = torch.randn(1, 8, generator=gen(2))
     same = v.repeat(5, 1)
     assert off_diagonal_cosine(same, "abs").item() == pytest.approx(1.0)
+    assert effective_dimension(cosine_matrix(same)).item() == pytest.approx(1.0)
     # a regular simplex: n unit vectors summing to zero have mean off-diagonal cosine -1/(n-1), the minimum
     n = 6
     simplex = torch.eye(n, dtype=torch.float64) - 1 / n
@@ -127,6 +130,8 @@ def test_key_orthogonality_reports_random_init_and_analytic_for_every_definition
         else:
             assert r.analytic == 0.0
         assert r.cosines.shape == r.cosines_random.shape == (len(r.trained), 20, 20)
+        assert r.effective_dim == pytest.approx([1.0] * len(r.trained), abs=1e-4)
+        assert all(1 < e <= r.dim for e in r.effective_dim_random)
     # the random-init model is the training seed's initial model, and at init the statistic is near chance
     same = key_orthogonality(ref, seed=3)
     assert same.trained == same.random_init

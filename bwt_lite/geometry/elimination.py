@@ -22,7 +22,8 @@ the final query's matching value is ``consistent``.
 Per layer, head and prediction position the diagnostics are: the attention mass on each role
 (and the mass uniform causal attention would give it), the attention entropy in bits (beside
 log2 of the number of visible positions), how evenly the mass on eliminated positions is spread
-over them (entropy / log2 count: 1 = evenly), and query-key cosines (a (T, T) heatmap per layer).
+over them (entropy / log2 count: 1 = evenly), query-key cosines (a (T, T) heatmap per layer), and
+the mean weight on a revealed value's position by the value's identity (which hypotheses a head watches).
 """
 from __future__ import annotations
 
@@ -55,9 +56,7 @@ def bijection_roles(tunnel: Bijection, episodes: Episodes) -> torch.Tensor:
     is_value = j % 2 == 1
     if tunnel.variant == "paired":
         is_value &= j < 2 * tunnel.L
-        value = x.clamp(0, V - 1)
-    else:
-        value = (x - V).clamp(0, V - 1)
+    value = _value_ids(tunnel, x)
     # the posterior probability, at each query, of the value each position shows: (B, P, T)
     p_of_value = probs.gather(2, value.unsqueeze(1).expand(B, pos.numel(), T))
     roles = torch.full((B, pos.numel(), T), KEY, dtype=torch.long, device=x.device)
@@ -68,6 +67,12 @@ def bijection_roles(tunnel: Bijection, episodes: Episodes) -> torch.Tensor:
     roles[(j.view(1, 1, T) == qpos).expand_as(roles)] = SELF
     roles[(j.view(1, 1, T) > qpos).expand_as(roles)] = FUTURE
     return roles
+
+
+def _value_ids(tunnel: Bijection, inputs: torch.Tensor) -> torch.Tensor:
+    """The value each position shows (meaningful at value positions only): (B, T) int64."""
+    V = tunnel.V
+    return (inputs if tunnel.variant == "paired" else inputs - V).clamp(0, V - 1)
 
 
 def _query_rows(pattern: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -154,6 +159,9 @@ class EliminationResult:
     qk_cos: torch.Tensor  # (n_layers, H, T, T) mean query-key cosine (NaN above the diagonal)
     cos_by_role: torch.Tensor  # (n_layers, H, P, R) mean query-key cosine to the positions of each role
     # (NaN where a role has no position, and for "future")
+    value_mass: torch.Tensor  # (n_layers, H, V) mean attention weight a query gives the position of a revealed
+    # value v (over all queries that can see v), by the value's identity
+    value_counts: torch.Tensor  # (V,) how many (episode, query) pairs saw each value
     episodes: int
     roles: tuple[str, ...] = ROLES
     example: dict = field(default_factory=dict, repr=False)  # one episode: inputs (T,), patterns (n_layers, H, T, T)
@@ -223,7 +231,10 @@ def progressive_elimination(model: nn.Module, tunnel: Bijection, *, episodes: in
             roles = bijection_roles(tunnel, ep)
             onehot = torch.nn.functional.one_hot(roles, len(ROLES)).to(torch.float64)  # (B, P, T, R)
             _, cache = run_with_cache(model, ep.inputs, ep.positions, names=names)
-            parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("mass", "entropy", "even", "even_n", "cos", "cos_role")}
+            parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("mass", "entropy", "even", "even_n", "cos", "cos_role",
+                                                                   "value")}
+            visible = ((roles == CONSISTENT) | (roles == ELIMINATED)).to(torch.float64)  # (B, P, T)
+            vocab = torch.nn.functional.one_hot(_value_ids(tunnel, ep.inputs), tunnel.V).to(torch.float64)  # (B, T, V)
             for i in range(n_layers):
                 pat = cache[f"backbone.blocks.{i}.attn.hook_pattern"]
                 q, k = cache[f"backbone.blocks.{i}.attn.hook_q"], cache[f"backbone.blocks.{i}.attn.hook_k"]
@@ -237,6 +248,8 @@ def progressive_elimination(model: nn.Module, tunnel: Bijection, *, episodes: in
                 kn = torch.nn.functional.normalize(k.to(torch.float64), dim=-1)
                 cos = (qn[:, :, ep.positions] @ kn.transpose(-2, -1))  # (B, H, P, T)
                 parts["cos_role"].append(torch.einsum("bhpt,bptr->hpr", cos, onehot))
+                rows = pat[:, :, ep.positions].to(torch.float64)
+                parts["value"].append(torch.einsum("bhpt,bpt,btv->hv", rows, visible, vocab))
             if not example:
                 example = {"inputs": ep.inputs[0].cpu(), "roles": roles[0].cpu(),
                            "patterns": torch.stack([cache[f"backbone.blocks.{i}.attn.hook_pattern"][0]
@@ -244,6 +257,7 @@ def progressive_elimination(model: nn.Module, tunnel: Bijection, *, episodes: in
             for key, v in parts.items():
                 sums[key] = sums.get(key, 0) + torch.stack(v).cpu()
             sums["counts"] = sums.get("counts", 0) + onehot.sum((0, 2)).cpu()  # (P, R)
+            sums["value_n"] = sums.get("value_n", 0) + torch.einsum("bpt,btv->v", visible, vocab).cpu()
             left -= n
     finally:
         model.train(was_training)
@@ -255,7 +269,9 @@ def progressive_elimination(model: nn.Module, tunnel: Bijection, *, episodes: in
     return EliminationResult(
         positions=[int(p) for p in tunnel.positions.tolist()],
         mass=sums["mass"] / episodes, counts=counts, entropy=sums["entropy"] / episodes,
-        evenness=even, qk_cos=sums["cos"] / episodes, cos_by_role=cos_role, episodes=episodes, example=example,
+        evenness=even, qk_cos=sums["cos"] / episodes, cos_by_role=cos_role,
+        value_mass=torch.where(sums["value_n"] > 0, sums["value"] / sums["value_n"].clamp_min(1), torch.nan),
+        value_counts=sums["value_n"], episodes=episodes, example=example,
     )
 
 

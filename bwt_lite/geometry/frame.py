@@ -117,6 +117,13 @@ def off_diagonal_cosine(keys: torch.Tensor, statistic: str = "abs") -> torch.Ten
     return (vals.abs() if statistic == "abs" else vals).mean(-1)
 
 
+def effective_dimension(cosines: torch.Tensor) -> torch.Tensor:
+    """Participation ratio of a cosine matrix's eigenvalues, (sum l)^2 / sum l^2 = n^2 / ||C||_F^2:
+    (..., n, n) -> (...,). n orthogonal keys give n, collinear keys 1."""
+    n = cosines.shape[-1]
+    return n ** 2 / cosines.to(torch.float64).pow(2).sum((-2, -1))
+
+
 def hypothesis_tokens(model: nn.Module) -> list[int]:
     """The model's answer tokens (one per hypothesis about the answer), e.g. the V value tokens."""
     tokens = getattr(model.cfg, "answer_tokens", None)
@@ -175,6 +182,15 @@ class FrameResult:
     analytic_exact: float  # the exact E|cos| for "abs", 0 for "signed"
     cosines: torch.Tensor = field(repr=False)  # (H, n, n) trained cosine matrices
     cosines_random: torch.Tensor = field(repr=False)  # (H, n, n) at initialisation
+
+    @property
+    def effective_dim(self) -> list[float]:
+        """Per head: the participation ratio of the trained keys' cosine matrix (see :func:`effective_dimension`)."""
+        return effective_dimension(self.cosines).tolist()
+
+    @property
+    def effective_dim_random(self) -> list[float]:
+        return effective_dimension(self.cosines_random).tolist()
 
     @property
     def trained_mean(self) -> float:

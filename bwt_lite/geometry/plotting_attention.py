@@ -226,6 +226,23 @@ def plot_qk_cosine(result: EliminationResult, *, head: int | None = None, axes: 
     return axes[0].figure
 
 
+def plot_value_mass(result: EliminationResult, *, ax: Axes | None = None) -> Figure:
+    """Mean attention weight on a revealed value's position, by value identity: one row per (layer, head)."""
+    L, H, V = result.value_mass.shape
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 0.28 * L * H + 1.5))
+    im = ax.imshow(result.value_mass.reshape(L * H, V).numpy(), aspect="auto", cmap="viridis", vmin=0)
+    ax.set_yticks(np.arange(L * H))
+    ax.set_yticklabels([f"L{layer} H{h}" for layer in range(L) for h in range(H)], fontsize=7)
+    for layer in range(1, L):
+        ax.axhline(layer * H - 0.5, color="white", lw=2)
+    ax.set_xticks(np.arange(V))
+    ax.set_xlabel("revealed value v")
+    ax.set_title("mean attention weight on the position of a revealed value", fontsize=10)
+    ax.figure.colorbar(im, ax=ax, label="attention weight")
+    return ax.figure
+
+
 def plot_attention_row(result: EliminationResult, step: int, layer: int, *, head: int | None = None,
                        ax: Axes | None = None) -> Figure:
     """The example episode: where query step ``step`` attends in ``layer``, bars coloured by role."""
