@@ -85,6 +85,9 @@ def test_pca_summary_known_spectrum():
     assert s.scores.shape == (8, 2)
     lo, hi = s.ci["pc1"]
     assert 0 < lo <= hi <= 1
+    # one coordinate with a huge scale dominates raw PCA, not the standardised one
+    spiky = torch.randn(500, 4, generator=g, dtype=torch.float64) * torch.tensor([100.0, 1.0, 1.0, 1.0], dtype=torch.float64)
+    assert pca_summary(spiky).pc1 > 0.99 and pca_summary(spiky, standardize=True).pc1 < 0.4
     iso = torch.randn(4000, 5, generator=g)
     assert pca_summary(iso).participation_ratio == pytest.approx(5.0, rel=0.05)
     with pytest.raises(ValueError, match="N >= 3"):

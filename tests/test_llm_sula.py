@@ -131,6 +131,8 @@ def test_intervention_at_the_last_block_equals_manual_edit():
     assert labels == ("foo", "bar") and len(set(ids)) == 2
     prompts = S.generate(labels, k_values=(1, 4), per_k=3, seed=0)
     run = S.run_model(model, tok, prompts, ids)
+    assert run.mass.shape == (6,) and bool(((run.mass > 0) & (run.mass <= 1)).all())
+    assert S.evaluate(run).label_mass == pytest.approx(run.mass.mean().item())
     g = torch.Generator().manual_seed(1)
     u = torch.randn(32, generator=g, dtype=torch.float64)
     u /= u.norm()

@@ -126,11 +126,15 @@ def _spectrum(x: torch.Tensor):
     return lam, vt, x
 
 
-def pca_summary(x: torch.Tensor, n_boot: int = 0, seed: int = 0) -> PCASummary:
+def pca_summary(x: torch.Tensor, n_boot: int = 0, seed: int = 0, standardize: bool = False) -> PCASummary:
     """Centred PCA of the rows of ``x`` (N, d), N >= 3; ``n_boot`` > 0 adds percentile intervals from
-    resampling the rows with replacement."""
+    resampling the rows with replacement. ``standardize`` scales every coordinate to unit variance first
+    (a few outlier coordinates with huge variance then no longer dominate the spectrum)."""
     if x.dim() != 2 or x.shape[0] < 3:
         raise ValueError(f"x must be (N, d) with N >= 3, got {tuple(x.shape)}")
+    if standardize:
+        sd = x.double().std(0)
+        x = x.double()[:, sd > 0] / sd[sd > 0]
     lam, vt, xc = _spectrum(x)
     frac = lam / lam.sum()
     out = PCASummary(frac[0].item(), frac[:2].sum().item(), (lam.sum() ** 2 / (lam ** 2).sum()).item(), frac,

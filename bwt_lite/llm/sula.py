@@ -106,6 +106,7 @@ class SulaRun:
     residual: torch.Tensor  # (N, L+1, d_model) last-token residual stream (input of block 0, each block's output)
     final: torch.Tensor  # (N, d_model) last-token state after the final norm
     accuracy: float = 0.9
+    mass: torch.Tensor | None = None  # (N,) probability the full next-token softmax puts on the two labels
 
     @property
     def k(self) -> torch.Tensor:
@@ -136,13 +137,15 @@ def run_model(model, tokenizer, prompts: list[SulaPrompt], label_ids: tuple[int,
     """The model's label posterior and last-token states for every prompt."""
     from .probe import encode, last_token_states
 
-    ps, res, fin = [], [], []
+    ps, res, fin, mass = [], [], [], []
     for pr in prompts:
         r, f, logits = last_token_states(model, encode(tokenizer, pr.text))
         ps.append(two_label_probability(logits, label_ids))
+        mass.append(logits.double().softmax(-1)[list(label_ids)].sum())
         res.append(r)
         fin.append(f)
-    return SulaRun(prompts, tuple(label_ids), torch.stack(ps), torch.stack(res), torch.stack(fin), accuracy)
+    return SulaRun(prompts, tuple(label_ids), torch.stack(ps), torch.stack(res), torch.stack(fin), accuracy,
+                   torch.stack(mass))
 
 
 def pearson(x: torch.Tensor, y: torch.Tensor) -> float:
@@ -193,11 +196,11 @@ class SulaMetrics:
     r_pc1: float  # Pearson r of the same
     pc1_variance: float  # fraction of variance on PC1 of those states
     rho_within_k: float  # the same Spearman rho computed within each k (count-weighted mean): length controlled
-    label_mass: float = float("nan")  # mean probability the full softmax gives the two labels together
+    label_mass: float = float("nan")  # mean probability the full next-token softmax gives the two labels together
     extra: dict = field(default_factory=dict)
 
 
-def evaluate(run: SulaRun, label_mass: float = float("nan")) -> SulaMetrics:
+def evaluate(run: SulaRun) -> SulaMetrics:
     """Entropy MAEs, per-k table, calibration and the PC1-entropy correlation of one run."""
     from .diagnostics import pca_summary
 
@@ -219,7 +222,8 @@ def evaluate(run: SulaRun, label_mass: float = float("nan")) -> SulaMetrics:
             num += spearman(pc1[s], hb[s]) * int(s.sum())
             den += int(s.sum())
     return SulaMetrics((hm - hb).abs().mean().item(), (hm - hp).abs().mean().item(), rows, ece, table,
-                       spearman(pc1, hb), pearson(pc1, hb), pca.pc1, num / den if den else float("nan"), label_mass)
+                       spearman(pc1, hb), pearson(pc1, hb), pca.pc1, num / den if den else float("nan"),
+                       run.mass.mean().item() if run.mass is not None else float("nan"))
 
 
 @dataclass
@@ -292,14 +296,3 @@ def intervene(model, tokenizer, prompts: list[SulaPrompt], label_ids: tuple[int,
     finally:
         handle.remove()
     return torch.stack(ps).cpu()
-
-
-def label_mass(model, tokenizer, prompts: list[SulaPrompt], label_ids: tuple[int, int]) -> float:
-    """Mean probability the full next-token softmax puts on the two labels (how much the model 'gets' the format)."""
-    from .probe import encode, last_token_states
-
-    tot = 0.0
-    for p in prompts:
-        logits = last_token_states(model, encode(tokenizer, p.text))[2]
-        tot += logits.double().softmax(-1)[list(label_ids)].sum().item()
-    return tot / len(prompts)
