@@ -166,7 +166,7 @@ def test_frame_plots_and_widget():
     model = init_model(CFG, 1)
     res = key_orthogonality(model, seed=0)
     assert isinstance(plot_key_cosines(res, 2, labels=[str(v) for v in range(20)]), Figure)
-    assert isinstance(plot_frame_by_head(res, paper={"paper": 0.052}), Figure)
+    assert isinstance(plot_frame_by_head(res, paper={"paper": 0.052, "range": (0.43, 0.49)}), Figure)
     with pytest.raises(ValueError, match="head"):
         plot_key_cosines(res, 9)
     w = frame_widget(model, seed=0)

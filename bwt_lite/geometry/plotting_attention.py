@@ -68,26 +68,31 @@ def plot_key_cosines(result: FrameResult, head: int = 0, *, axes: Sequence[Axes]
     return fig
 
 
-def plot_frame_by_head(result: FrameResult, *, ax: Axes | None = None, paper: dict[str, float] | None = None) -> Figure:
+def plot_frame_by_head(result: FrameResult, *, ax: Axes | None = None,
+                       paper: dict[str, float | tuple[float, float]] | None = None) -> Figure:
     """Per head: the trained statistic beside random init, with the analytic value as a line.
 
-    ``paper``: published values to draw as horizontal lines, ``{label: value}``.
+    ``paper``: published values, ``{label: value}`` drawn as a line, or ``{label: (low, high)}`` as a band.
     """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 3.4))
+        fig, ax = plt.subplots(figsize=(9, 3.4))
     h = np.arange(len(result.trained))
     ax.bar(h - 0.2, result.trained, 0.4, color=TRAINED_COLOR, label="trained")
     ax.bar(h + 0.2, result.random_init, 0.4, color=RANDOM_COLOR, label="random init (same seed)")
     ax.axhline(result.analytic_exact, color=ANALYTIC_COLOR, ls="--", lw=1,
                label=f"isotropic Gaussian, d = {result.dim}")
     for i, (label, v) in enumerate((paper or {}).items()):
-        ax.axhline(v, color=f"C{i + 4}", ls=":", lw=1.5, label=label)
+        if isinstance(v, tuple):
+            ax.axhspan(v[0], v[1], color=f"C{i + 4}", alpha=0.2, label=label)
+        else:
+            ax.axhline(v, color=f"C{i + 4}", ls=":", lw=1.5, label=label)
     ax.axhline(0, color="grey", lw=0.5)
     ax.set_xticks(h)
     ax.set_xlabel("head" if len(h) > 1 else "")
     ax.set_ylabel("off-diagonal cosine" + (" (signed)" if result.definition.endswith("signed") else " |cos|"))
     ax.set_title(f"layer-{result.layer} key orthogonality: {result.definition}", fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="best")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.figure.tight_layout()
     return ax.figure
 
 
@@ -125,7 +130,7 @@ def plot_head_ablation(result: HeadAblation, *, ax: Axes | None = None, paper: t
     ``paper``: a published (low, high) range of ablated-head MAEs to shade.
     """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 3.4))
+        fig, ax = plt.subplots(figsize=(10, 3.4))
     n_heads = result.mae.shape[1]
     width = 0.8 / len(result.layers)
     for i, layer in enumerate(result.layers):
@@ -138,7 +143,8 @@ def plot_head_ablation(result: HeadAblation, *, ax: Axes | None = None, paper: t
     ax.set_xticks(np.arange(n_heads))
     ax.set_xlabel("head")
     ax.set_ylabel("entropy MAE (bits, log scale)")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.figure.tight_layout()
     return ax.figure
 
 
