@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -42,11 +43,19 @@ def hub_reachable(timeout: float = 2.0) -> bool:
         return False
     url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    result: list[bool] = []
+
+    def attempt():  # in a thread: a name lookup is not bounded by the socket timeout
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout + 0.5)
+    return bool(result and result[0])
 
 
 def family(name_or_type: str) -> str:

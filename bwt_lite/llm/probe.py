@@ -59,7 +59,7 @@ def _parts(model):
         arch, attns = "llama", [b.self_attn for b in blocks]
     else:
         raise ValueError(f"unsupported model type {mtype!r}: supported {SUPPORTED}")
-    norm = next((getattr(base, n) for n in ("final_layer_norm", "ln_f", "norm") if hasattr(base, n)), None)
+    norm = next((getattr(base, n) for n in ("final_layer_norm", "ln_f", "norm", "final_layernorm") if hasattr(base, n)), None)
     if norm is None:
         raise ValueError(f"model type {mtype!r}: no final norm found")
     return arch, base, blocks, attns, norm
