@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from bwt_lite.evaluate import evaluate
 from bwt_lite.geometry.ablation import (format_head_ablation, format_layer_ablation, head_ablation,
                                         layer_ablation)
-from bwt_lite.geometry.plotting_attention import plot_head_ablation, plot_layer_ablation
+from bwt_lite.geometry.plotting_attention import plot_head_ablation, plot_layer_ablation, plot_layer_ablation_curves
 from bwt_lite.models import ARCHS, ModelConfig, ablate_heads, build_model, bypass_layers, run_with_cache
 from bwt_lite.tunnels.bijection import Bijection
 from conftest import gen
@@ -90,6 +90,7 @@ def test_identity_block_has_layer_ablation_ratio_exactly_one():
     assert res.error_ratio[1] == pytest.approx(1.0, abs=1e-9) and res.kl_ratio[1] == pytest.approx(1.0, abs=1e-9)
     assert res.error_ratio[0] == pytest.approx(res.mae[0] / res.baseline_mae)
     assert len(res.per_position) == 2 and len(res.per_position[0]) == 19
+    assert res.baseline_per_position == pytest.approx(res.per_position[1])  # the identity block changes nothing
     assert "bypass block 1" in format_layer_ablation(res, 10)
 
 
@@ -141,3 +142,4 @@ def test_ablation_plots():
     la = layer_ablation(model, Bijection(), episodes=16)
     assert isinstance(plot_head_ablation(ha, paper=(0.114, 0.162)), Figure)
     assert isinstance(plot_layer_ablation(la, paper_ratio=10), Figure)
+    assert isinstance(plot_layer_ablation_curves(la, plateau=1.107), Figure)

@@ -59,6 +59,7 @@ class LayerAblation:
     kl: list[float]
     episodes: int
     per_position: list[list[float]] = field(default_factory=list, repr=False)  # MAE curve per bypassed block
+    baseline_per_position: list[float] = field(default_factory=list, repr=False)  # MAE curve of the intact model
 
     @property
     def error_ratio(self) -> list[float]:
@@ -129,7 +130,8 @@ def layer_ablation(model: nn.Module, tunnel: Tunnel, *, episodes: int = 512, see
         kl.append(res.kl_bits)
         curves.append(res.per_position["entropy_mae"])
     _check_restored(model, saved)
-    return LayerAblation(base.entropy_mae_bits, base.kl_bits, mae, kl, episodes, curves)
+    return LayerAblation(base.entropy_mae_bits, base.kl_bits, mae, kl, episodes, curves,
+                         base.per_position["entropy_mae"])
 
 
 def format_head_ablation(result: HeadAblation) -> str:

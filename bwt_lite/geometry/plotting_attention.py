@@ -163,7 +163,28 @@ def plot_layer_ablation(result: LayerAblation, *, paper_ratio: float | None = No
     ax.set_xticklabels([f"block {i}" for i in x])
     ax.set_xlabel("bypassed block")
     ax.set_ylabel("ablated / intact")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_layer_ablation_curves(result: LayerAblation, *, plateau: float | None = None, ax: Axes | None = None) -> Figure:
+    """Entropy MAE per query step, intact and with each block bypassed (log scale); ``plateau``: a
+    reference level (e.g. the context-blind MLP's) as a dashed line."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3.4))
+    t = np.arange(len(result.baseline_per_position))
+    ax.plot(t, result.baseline_per_position, "-o", ms=3, color="black", label="intact")
+    for i, curve in enumerate(result.per_position):
+        ax.plot(t, curve, "-o", ms=3, color=f"C{i}", label=f"block {i} bypassed")
+    if plateau is not None:
+        ax.axhline(plateau, color="grey", ls="--", lw=1, label=f"context-blind plateau ({plateau:.3f})")
+    ax.set_yscale("log")
+    ax.set_xlabel("query step t (pairs revealed)")
+    ax.set_ylabel("entropy MAE (bits, log scale)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.figure.tight_layout()
     return ax.figure
 
 
@@ -177,7 +198,7 @@ def plot_role_mass(result: EliminationResult, roles: Sequence[str] = ("eliminate
     the uniform-attention value dashed; ``reference`` (e.g. the random-init model) dotted."""
     L = result.n_layers
     if axes is None:
-        fig, axes = plt.subplots(1, L, figsize=(5 * L, 3.4), sharey=True, squeeze=False)
+        fig, axes = plt.subplots(1, L, figsize=(5 * L + 2, 3.4), sharey=True, squeeze=False)
         axes = axes[0]
     t = np.arange(len(result.positions))
     for layer, ax in enumerate(axes):
@@ -192,8 +213,10 @@ def plot_role_mass(result: EliminationResult, roles: Sequence[str] = ("eliminate
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("attention mass (mean over heads)")
-    extra = "; dotted: random init" if reference is not None else ""
-    axes[0].legend(fontsize=8, frameon=False, title=f"solid: trained; dashed: uniform{extra}", title_fontsize=7)
+    extra = "\ndotted: random init" if reference is not None else ""
+    axes[-1].legend(fontsize=8, frameon=False, title=f"solid: trained\ndashed: uniform attention{extra}",
+                    title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    axes[0].figure.tight_layout()
     return axes[0].figure
 
 
