@@ -122,3 +122,17 @@ def test_the_registered_trajectories_fit_the_size_budget():
             n = build_model(p.model).n_params
         assert n * 2 * len(spec["save_steps"]) < 8e6  # float16 snapshots, under 8 MB
         assert spec["save_steps"][0] == 0 and spec["save_steps"][-1] == p.train.steps
+
+
+def test_the_shipped_trajectory_loads_verified_and_is_packaged():
+    from pathlib import Path
+
+    from bwt_lite.geometry.dissociation import find_trajectory
+
+    traj = load_trajectory("bijection-d64")  # hash, key and the stored check value
+    assert traj.steps == list(TRAJECTORIES["bijection-d64"]["save_steps"]) and traj.dtype == "float16"
+    assert traj.history and traj.history[-1]["step"] == traj.steps[-1]
+    directory = find_trajectory("bijection-d64")
+    assert (directory / SNAPSHOTS).stat().st_size < 8e6
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert '"data/trajectories/*/*.safetensors"' in pyproject and '"data/trajectories/*/*.json"' in pyproject
