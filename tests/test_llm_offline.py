@@ -82,3 +82,29 @@ def test_random_init_like_is_a_fresh_copy():
     w = dict(model.named_parameters())
     assert all(torch.equal(w[n], p) for n, p in again.named_parameters())
     assert not torch.equal(w["gpt_neox.embed_in.weight"], dict(fresh.named_parameters())["gpt_neox.embed_in.weight"])
+
+
+def test_local_checkpoint_loads_as_pretrained_and_a_truncated_one_is_refused(monkeypatch, tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    tok = offline.local_tokenizer()
+    model = offline.from_config(offline.tiny_config("gpt_neox", len(tok), d_model=32, n_layers=2), seed=3)
+    good = tmp_path / "good"
+    model.save_pretrained(good)
+    tok.save_pretrained(good)
+    lm = offline.load_model(str(good))  # HF_HUB_OFFLINE is set by conftest: local files only
+    assert lm.pretrained and lm.source == "local files" and "pretrained weights" in lm.note
+    loaded = dict(lm.model.named_parameters())
+    assert all(torch.equal(loaded[n], p) for n, p in model.named_parameters())
+    assert lm.tokenizer("Input: apple")["input_ids"] == tok("Input: apple")["input_ids"]
+    # the same checkpoint without one weight matrix: refused, never silently random
+    bad = tmp_path / "bad"
+    model.save_pretrained(bad)
+    tok.save_pretrained(bad)
+    weights = load_file(bad / "model.safetensors")
+    del weights["gpt_neox.layers.0.attention.query_key_value.weight"]
+    save_file(weights, bad / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="missing from the checkpoint"):
+        offline.load_model(str(bad))

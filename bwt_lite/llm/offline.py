@@ -27,7 +27,7 @@ class LoadedModel:
     tokenizer: object  # a transformers tokenizer
     name: str  # the model that was asked for
     pretrained: bool  # True for real pretrained weights (hub or local cache)
-    source: str  # "hub", "local cache" or "offline fallback"
+    source: str  # "hub", "local files" (cache or directory) or "offline fallback"
     note: str  # one sentence to show on the page
 
 
@@ -127,14 +127,21 @@ def random_init_like(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
     return from_config(model.config, seed=seed).to(next(model.parameters()).device)
 
 
+def _is_buffer(key: str) -> bool:
+    """Names that checkpoints may omit because the model recomputes them (rotary tables, causal masks)."""
+    return any(t in key for t in ("rotary_emb", "inv_freq", "masked_bias", ".attn.bias", "attention.bias"))
+
+
 def load_model(name: str = DEFAULT_MODEL, *, offline: bool | None = None, seed: int = 0, device: str = "cpu",
                timeout: float = 2.0, tiny: dict | None = None) -> LoadedModel:
     """The model ``name`` (e.g. "EleutherAI/pythia-160m", "EleutherAI/pythia-410m") with its tokenizer.
 
-    ``offline``: None decides by :func:`hub_reachable`; True never touches the network (local cache
-    or fallback); False goes to the hub. When neither the hub nor the local cache has the model, a
-    small randomly initialised model of the same family (``tiny`` overrides :func:`tiny_config`'s
-    sizes) and a locally built word-level tokenizer are returned, labelled ``pretrained=False``.
+    ``offline``: None decides by :func:`hub_reachable`; True never touches the network (local cache,
+    a local directory, or the fallback); False goes to the hub. When neither the hub nor local files
+    have the model, a small randomly initialised model of the same family (``tiny`` overrides
+    :func:`tiny_config`'s sizes) and a locally built word-level tokenizer are returned, labelled
+    ``pretrained=False``. A checkpoint that lacks some of the model's weights raises ValueError
+    instead of leaving them at random.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a model id such as {DEFAULT_MODEL!r}, got {name!r}")
@@ -145,15 +152,21 @@ def load_model(name: str = DEFAULT_MODEL, *, offline: bool | None = None, seed: 
 
         kwargs = dict(local_files_only=not online)
         tokenizer = AutoTokenizer.from_pretrained(name, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager", **kwargs).eval().to(device)
-        source = "hub" if online else "local cache"
-        note = f"{name}: pretrained weights ({source})."
-        return LoadedModel(model, tokenizer, name, True, source, note)
+        model, info = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager",
+                                                           output_loading_info=True, **kwargs)
     except ImportError:
         raise
     except Exception as err:  # not cached, no network, or the hub refused: fall back below
         if online:
             reason = f"loading it failed ({type(err).__name__})"
+    else:
+        missing = [k for k in info.get("missing_keys", []) if not _is_buffer(k)]
+        if missing:  # never run a diagnostic on weights that silently stayed random
+            raise ValueError(f"{name}: {len(missing)} weights missing from the checkpoint (e.g. {missing[:3]}); "
+                             "they would stay at their random initialisation")
+        source = "hub" if online else "local files"
+        note = f"{name}: pretrained weights ({source})."
+        return LoadedModel(model.eval().to(device), tokenizer, name, True, source, note)
     tokenizer = local_tokenizer()
     arch = family(name)
     config = tiny_config(arch, len(tokenizer), **(tiny or {}))
