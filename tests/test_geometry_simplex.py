@@ -1,4 +1,6 @@
 """Belief simplex: the silhouette score and the simplex diagnostics on constructed cases."""
+import math
+
 import pytest
 import torch
 
@@ -83,5 +85,27 @@ def test_belief_simplex_runs_on_every_architecture(arch):
     r = belief_simplex(model, tunnel, episodes=8, max_points=50)
     assert r.n_points == 8 * 20 and r.n_silhouette == 50
     assert set(r.state.tolist()) <= set(range(5))
+    assert not math.isnan(r.silhouette_head) and not math.isnan(r.silhouette_token)
     layers = simplex_by_layer(model, tunnel, episodes=8, max_points=50)
     assert list(layers)[0] == "embedding" and list(layers)[-1] == "final norm"
+
+
+def test_readout_subspace_and_token_silhouettes():
+    g = torch.Generator().manual_seed(4)
+    E, P, S, d = 40, 10, 5, 12
+    probs = torch.softmax(3 * torch.randn(E * P, S, generator=g, dtype=torch.float64), -1)
+    log_post = probs.log() - probs.log().mean(-1, keepdim=True)
+    W = torch.randn(S, d, generator=g, dtype=torch.float64)
+    # a representation whose logits x @ W.T are exactly the centred log-posteriors, plus a large
+    # component orthogonal to the head's rows that only depends on the current token
+    x = log_post @ torch.linalg.pinv(W).T
+    token = torch.randint(0, 4, (E * P,), generator=g)
+    null = torch.linalg.svd(W, full_matrices=True).Vh[S:]  # directions the head cannot see
+    x = x + 20 * torch.randn(4, null.shape[0], generator=g, dtype=torch.float64)[token] @ null
+    h = -(probs * probs.log2()).sum(-1)
+    rep = Representation(x=x, probs=probs, entropy=h, position=torch.arange(P).repeat(E),
+                         episode=torch.arange(E).repeat_interleave(P), token=token)
+    r = simplex_of(rep, max_points=10_000, readout=W)
+    assert r.silhouette_head == pytest.approx(r.silhouette_log_posterior, abs=1e-9)
+    assert r.silhouette_token > 0.9 and r.silhouette_full < r.silhouette_head
+    assert math.isnan(simplex_of(rep, max_points=100).silhouette_head)

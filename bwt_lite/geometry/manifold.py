@@ -116,6 +116,7 @@ class Representation:
     position: Tensor  # (N,) prediction index 0..P-1
     episode: Tensor  # (N,) episode index
     hook: str = ""
+    token: Tensor | None = None  # (N,) input token at the position (token tunnels), else None
 
 
 HOOK_ALIASES = {"final": "hook_final"}
@@ -136,11 +137,13 @@ def collect_representations(model: torch.nn.Module, tunnel: Tunnel, episodes: in
     """The representation at each of ``hooks`` at every prediction position of ``episodes`` held-out
     episodes (one forward pass per batch for all of them), keyed by the hooks as given."""
     names = {h: resolve_hook(model, h) for h in hooks}
-    acts, probs, _ = collect_hooks(model, tunnel, sorted(set(names.values())), episodes, seed)
+    acts, probs, tokens = collect_hooks(model, tunnel, sorted(set(names.values())), episodes, seed)
     B, P = probs.shape[:2]
     flat, h = probs.flatten(0, 1), entropy_bits(probs).flatten()
     pos, epi = torch.arange(P).repeat(B), torch.arange(B).repeat_interleave(P)
-    return {hook: Representation(x=acts[name].flatten(0, 1), probs=flat, entropy=h, position=pos, episode=epi, hook=name)
+    tok = None if tokens is None else tokens.flatten()
+    return {hook: Representation(x=acts[name].flatten(0, 1), probs=flat, entropy=h, position=pos, episode=epi, hook=name,
+                                 token=tok)
             for hook, name in names.items()}
 
 

@@ -9,6 +9,7 @@ notebook shows their first state) and index precomputed results.
 """
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -65,10 +66,10 @@ def plot_manifold_comparison(rows: Mapping[str, Mapping[str, float]], *, paper: 
                    label="Paper III recap range")
     if paper is not None:
         ax.axhline(100 * paper, color=FORMULA_COLOR, ls="--", lw=1, label=f"paper: > {100 * paper:.0f} %")
-    ax.set_xticks(np.arange(len(labels)), labels, fontsize=8)
+    ax.set_xticks(np.arange(len(labels)), ["\n".join(textwrap.wrap(lab, 20)) for lab in labels], fontsize=8)
     ax.set_ylabel("PC1 share of variance (%)")
     ax.set_ylim(0, 105)
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=5)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -98,9 +98,11 @@ def residual_layers(model: torch.nn.Module) -> list[tuple[str, str]]:
 
 @torch.no_grad()
 def collect_hooks(model: torch.nn.Module, tunnel: Tunnel, names: list[str], episodes: int, seed: int = 0,
-                  batch_size: int = 256) -> tuple[dict[str, Tensor], Tensor, Tensor]:
+                  batch_size: int = 256) -> tuple[dict[str, Tensor], Tensor, Tensor | None]:
     """The named (B, T, d) activations at the prediction positions of ``episodes`` held-out episodes
-    (generator ``EVAL_SEED_BASE + seed``): ``({name: (episodes, P, d) float64}, probs (episodes, P, C), positions)``."""
+    (generator ``EVAL_SEED_BASE + seed``): ``({name: (episodes, P, d) float64}, probs (episodes, P, C),
+    tokens)`` with ``tokens`` (episodes, P) the input token at each prediction position (None for
+    float-feature tunnels)."""
     from ..models import run_with_cache
 
     check_int("episodes", episodes, 1)
@@ -109,7 +111,7 @@ def collect_hooks(model: torch.nn.Module, tunnel: Tunnel, names: list[str], epis
     model.eval()
     acts: dict[str, list[Tensor]] = {n: [] for n in names}
     probs: list[Tensor] = []
-    positions = None
+    tokens: list[Tensor] = []
     try:
         left = episodes
         while left > 0:
@@ -121,11 +123,12 @@ def collect_hooks(model: torch.nn.Module, tunnel: Tunnel, names: list[str], epis
             for name in names:
                 acts[name].append(cache[name][:, ep.positions].double().cpu())
             probs.append(ep.probs.cpu())
-            positions = ep.positions
+            if ep.inputs.dim() == 2:
+                tokens.append(ep.inputs[:, ep.positions].cpu())
             left -= n
     finally:
         model.train(was_training)
-    return {k: torch.cat(v) for k, v in acts.items()}, torch.cat(probs), positions
+    return {k: torch.cat(v) for k, v in acts.items()}, torch.cat(probs), (torch.cat(tokens) if tokens else None)
 
 
 @dataclass

@@ -11,6 +11,10 @@ measures how clearly it does:
   (:func:`silhouette`, Euclidean, computed here), in the PCA plane and in the full representation,
   beside the same score of the exact posteriors themselves (the ideal simplex: how separable the
   corners are at all, given how often the belief is undecided);
+- the same score in the **head's readout subspace** (the representation times the head's weights:
+  the logits up to a constant), beside that of the exact log-posteriors (centred), which the logits
+  of a perfect model equal; and the silhouette against the **current input token**, which says
+  whether the representation is organised by what it reads rather than by what it believes;
 - held-out linear R^2 of the Bayes entropy from the representation and from its two PCs, and of the
   whole posterior (a ridge probe, :mod:`bwt_lite.geometry.probes`).
 
@@ -82,6 +86,9 @@ class SimplexResult:
     silhouette_pc2: float  # clusters by most likely state, in the PCA plane
     silhouette_full: float  # the same in the whole representation
     silhouette_posterior: float  # the exact posteriors themselves (the ideal simplex)
+    silhouette_head: float  # by most likely state in the head's readout subspace (nan without a model)
+    silhouette_log_posterior: float  # the centred exact log-posteriors (what a perfect model's logits give)
+    silhouette_token: float  # by the current input token, full representation (nan without tokens)
     entropy_r2: float  # Bayes entropy from the representation (ridge)
     entropy_r2_pc2: float  # Bayes entropy from PC1, PC2 (linear)
     posterior_r2: float  # the whole posterior from the representation (ridge probe)
@@ -95,11 +102,23 @@ class SimplexResult:
     def summary(self) -> dict[str, float]:
         return {"pc1_pc2": sum(self.explained), "silhouette_pc2": self.silhouette_pc2,
                 "silhouette_full": self.silhouette_full, "silhouette_posterior": self.silhouette_posterior,
+                "silhouette_head": self.silhouette_head, "silhouette_log_posterior": self.silhouette_log_posterior,
+                "silhouette_token": self.silhouette_token,
                 "entropy_r2": self.entropy_r2, "entropy_r2_pc2": self.entropy_r2_pc2, "posterior_r2": self.posterior_r2}
 
 
-def simplex_of(rep: Representation, max_points: int = 2000, seed: int = 0, ridge: float = 1e-6) -> SimplexResult:
-    """The belief-simplex numbers of a collected :class:`~bwt_lite.geometry.manifold.Representation`."""
+def readout_matrix(model: torch.nn.Module) -> Tensor:
+    """(C, d) float64: the matrix the head applies to the final representation (a linear head's
+    weight, or the tied embedding rows of the answer tokens)."""
+    if getattr(model, "head", None) is not None:
+        return model.head.weight.detach().double().cpu()
+    return model.embed.tok.weight[model.answer_tokens].detach().double().cpu()
+
+
+def simplex_of(rep: Representation, max_points: int = 2000, seed: int = 0, ridge: float = 1e-6,
+               readout: Tensor | None = None) -> SimplexResult:
+    """The belief-simplex numbers of a collected :class:`~bwt_lite.geometry.manifold.Representation`;
+    ``readout`` (C, d): the head's matrix, for the readout-subspace silhouette (nan without it)."""
     check_int("max_points", max_points, 2)
     n_ep = int(rep.episode.max()) + 1
     if n_ep < 4:
@@ -110,11 +129,17 @@ def simplex_of(rep: Representation, max_points: int = 2000, seed: int = 0, ridge
     fit, test = rep.episode < n_ep // 2, rep.episode >= n_ep // 2
     p_fit = pca(rep.x[fit], 2)
     h = rep.entropy
+    log_post = rep.probs.clamp_min(1e-300).log()
+    log_post = log_post - log_post.mean(-1, keepdim=True)
+    tokens = None if rep.token is None else rep.token[sub]
     return SimplexResult(
         explained=p.explained,
         silhouette_pc2=silhouette(p.scores[sub], state[sub]),
         silhouette_full=silhouette(rep.x[sub], state[sub]),
         silhouette_posterior=silhouette(rep.probs[sub], state[sub]),
+        silhouette_head=float("nan") if readout is None else silhouette(rep.x[sub] @ readout.T, state[sub]),
+        silhouette_log_posterior=silhouette(log_post[sub], state[sub]),
+        silhouette_token=float("nan") if tokens is None or tokens.unique().numel() < 2 else silhouette(rep.x[sub], tokens),
         entropy_r2=heldout_r2(rep.x[fit], h[fit], rep.x[test], h[test], ridge),
         entropy_r2_pc2=heldout_r2(p_fit.scores, h[fit], p_fit.transform(rep.x[test]), h[test], 0.0),
         posterior_r2=heldout_r2(rep.x[fit], rep.probs[fit], rep.x[test], rep.probs[test], ridge),
@@ -127,7 +152,8 @@ def belief_simplex(model: torch.nn.Module, tunnel, episodes: int = 256, seed: in
     ``hook`` (default: after the final norm) at the symbol tokens of ``episodes`` held-out episodes."""
     check_int("episodes", episodes, 4)
     rep = collect_representation(model, tunnel, episodes, seed, hook)
-    return simplex_of(rep, max_points, seed, ridge)
+    readout = readout_matrix(model) if rep.hook == "hook_final" else None
+    return simplex_of(rep, max_points, seed, ridge, readout)
 
 
 def simplex_by_layer(model: torch.nn.Module, tunnel, episodes: int = 256, seed: int = 0, max_points: int = 1500,
@@ -136,7 +162,9 @@ def simplex_by_layer(model: torch.nn.Module, tunnel, episodes: int = 256, seed: 
     check_int("episodes", episodes, 4)
     layers = residual_layers(model)
     reps = collect_representations(model, tunnel, episodes, seed, [hook for _, hook in layers])
-    return {label: simplex_of(reps[hook], max_points, seed, ridge) for label, hook in layers}
+    readout = readout_matrix(model)
+    return {label: simplex_of(reps[hook], max_points, seed, ridge, readout if hook == "hook_final" else None)
+            for label, hook in layers}
 
 
-__all__ = ["SimplexResult", "belief_simplex", "silhouette", "simplex_by_layer", "simplex_of"]
+__all__ = ["SimplexResult", "belief_simplex", "readout_matrix", "silhouette", "simplex_by_layer", "simplex_of"]
