@@ -204,26 +204,29 @@ def plot_belief_simplex(result: Any, *, color_by: str = "state", ax: Axes | None
 
 
 def plot_simplex_by_layer(layers: Mapping[str, Mapping[str, Any]], *, paper: Mapping[str, float] | None = None) -> Figure:
-    """Silhouette (by most likely state, full representation) and held-out entropy R^2 through the
-    layers, one line per model (``layers``: model -> {layer label: SimplexResult}); ``paper``: model ->
-    the published entropy R^2, drawn as a marker at the final layer."""
+    """Through the layers, one color per model (``layers``: model -> {layer label: SimplexResult}):
+    the silhouette by most likely state (full representation), and the held-out R^2 of the whole
+    posterior (solid) and of its entropy (dashed), against relative depth (0: the embedding, 1: the
+    final norm, the blocks evenly in between, so models of different depths line up); ``paper``:
+    model -> the published entropy R^2, drawn as a star at the final layer."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
     for j, (label, res) in enumerate(layers.items()):
-        names = list(res)
+        x = np.linspace(0.0, 1.0, len(res))
         color = STATE_COLORS[j % len(STATE_COLORS)]
-        a.plot(range(len(names)), [r.silhouette_full for r in res.values()], "o-", ms=4, color=color, label=label)
-        b.plot(range(len(names)), [r.entropy_r2 for r in res.values()], "o-", ms=4, color=color, label=label)
+        a.plot(x, [r.silhouette_full for r in res.values()], "o-", ms=4, color=color, label=f"{label} ({len(res) - 2} blocks)")
+        b.plot(x, [r.posterior_r2 for r in res.values()], "o-", ms=4, color=color, label=f"{label}: posterior")
+        b.plot(x, [r.entropy_r2 for r in res.values()], "s--", ms=3, color=color, alpha=0.7, label=f"{label}: entropy")
         if paper and label in paper:
-            b.plot([len(names) - 1], [paper[label]], "*", ms=12, color=color, mec="k", label=f"{label}: paper")
-    longest = max(layers.values(), key=len)
-    for ax, what in ((a, "silhouette by most likely state"), (b, "held-out entropy R$^2$")):
-        ax.set_xticks(range(len(longest)), list(longest), rotation=20, fontsize=8)
+            b.plot([1.0], [paper[label]], "*", ms=12, color=color, mec="k", label=f"{label}: paper (entropy)")
+    for ax, what in ((a, "silhouette by most likely state"), (b, "held-out R$^2$")):
+        ax.set_xticks([0.0, 1.0], ["embedding", "final norm"], fontsize=8)
+        ax.set_xlabel("relative depth (each dot a layer: embedding, blocks, final norm)", fontsize=8)
         ax.set_ylabel(what)
         ax.axhline(0, color=ELIMINATED_COLOR, lw=0.8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    a.set_title("the clusters form with depth", fontsize=10)
-    b.set_title("how linearly the entropy can be read", fontsize=10)
+    a.set_title("clusters by most likely state, layer by layer", fontsize=10)
+    b.set_title("how linearly the belief can be read, layer by layer", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -248,8 +251,9 @@ def simplex_widget(layers: Mapping[str, Mapping[str, Any]], model: str | None = 
         if layer not in names:
             layer = names[-1]
         r = layers[model][layer]
-        print(f"{model}, {layer}: silhouette {r.silhouette_full:.3f} (PCA plane {r.silhouette_pc2:.3f}; exact posteriors "
-              f"{r.silhouette_posterior:.3f}) | entropy R^2 {r.entropy_r2:.3f} | posterior R^2 {r.posterior_r2:.3f}")
+        head = "" if r.silhouette_head != r.silhouette_head else f"; head's readout {r.silhouette_head:.3f}"
+        print(f"{model}, {layer}: silhouette by state {r.silhouette_full:.3f} (PCA plane {r.silhouette_pc2:.3f}{head}), "
+              f"by symbol {r.silhouette_token:.3f} | entropy R^2 {r.entropy_r2:.3f} | posterior R^2 {r.posterior_r2:.3f}")
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
         plot_belief_simplex(r, color_by="state", ax=axes[0], title="colored by the most likely state")
         plot_belief_simplex(r, color_by="entropy", ax=axes[1], title="colored by the Bayes entropy")
