@@ -53,3 +53,17 @@ def pairs_text(keys: list[int], values: list[int], limit: int = 6) -> str:
     shown = ", ".join(f"{k}\u2192{v}" for k, v in zip(keys[:limit], values[:limit]))
     more = f", ... ({len(keys) - limit} more)" if len(keys) > limit else ""
     return f"revealed {shown}{more}"
+
+
+def answer_number(got: Any) -> tuple[float | None, str | None]:
+    """A student's answer as one float, or ``(None, message)`` saying why not (None, not numeric,
+    several values). NaN is returned as it is, for the checker to judge."""
+    if got is None:
+        return None, "your function returned None; return one number."
+    try:
+        x = torch.as_tensor(got, dtype=torch.float64)
+    except Exception:
+        return None, f"could not read your answer ({type(got).__name__}) as a number; return one number."
+    if x.numel() != 1:
+        return None, f"your answer has {x.numel()} numbers (shape {tuple(x.shape)}); return one number."
+    return x.item(), None

@@ -16,19 +16,7 @@ from typing import Any, Callable
 import torch
 
 from ..geometry.frame import analytic_abs_cosine, expected_abs_cosine, off_diagonal_cosine
-from . import answer_tensor, call, report
-
-
-def _as_float(got: Any) -> tuple[float | None, str | None]:
-    if got is None:
-        return None, "your function returned None; return a number."
-    try:
-        x = torch.as_tensor(got, dtype=torch.float64)
-    except Exception:
-        return None, f"could not read your answer ({type(got).__name__}) as a number."
-    if x.numel() != 1:
-        return None, f"return one number, got {x.numel()} values (shape {tuple(x.shape)})."
-    return float(x.reshape(-1)[0]), None
+from . import answer_number, answer_tensor, call, report
 
 
 def _key_sets() -> list[tuple[str, torch.Tensor]]:
@@ -50,7 +38,7 @@ def check_offdiag_cosine(fn: Callable[[torch.Tensor], Any]) -> bool:
         got, err = call(fn, keys.clone())
         if err:
             return report(False, f"on {label}: {err}")
-        val, err = _as_float(got)
+        val, err = answer_number(got)
         if err:
             return report(False, f"on {label}: {err}")
         want = off_diagonal_cosine(keys, "abs").item()
@@ -81,7 +69,7 @@ def check_chance_cosine(fn: Callable[[int], Any]) -> bool:
         got, err = call(fn, d)
         if err:
             return report(False, f"for d = {d}: {err}")
-        val, err = _as_float(got)
+        val, err = answer_number(got)
         if err:
             return report(False, f"for d = {d}: {err}")
         want = expected_abs_cosine(d)

@@ -20,21 +20,9 @@ from torch import Tensor
 
 from ..geometry.manifold import pca, pearson, spearman
 from ..geometry.probes import heldout_r2, r2_score, ridge_fit
-from . import call, report
+from . import answer_number, call, report
 
 _TOL = 1e-6
-
-
-def _scalar(got: Any) -> tuple[float | None, str | None]:
-    if got is None:
-        return None, "your function returned None; return one number."
-    try:
-        x = torch.as_tensor(got, dtype=torch.float64)
-    except Exception:
-        return None, f"could not read your answer ({type(got).__name__}) as a number; return one number."
-    if x.numel() != 1:
-        return None, f"your answer has {x.numel()} numbers (shape {tuple(x.shape)}); return one number."
-    return x.item(), None
 
 
 def _clouds(seed: int) -> list[tuple[str, Tensor]]:
@@ -55,7 +43,7 @@ def check_pc1_share(fn: Callable[[Tensor], Any]) -> bool:
     for label, x in _clouds(901):
         got, err = call(fn, x.clone())
         if err is None:
-            got, err = _scalar(got)
+            got, err = answer_number(got)
         if err:
             return report(False, f"on {label}: {err}")
         want = pca(x, 1).explained[0]
@@ -102,7 +90,7 @@ def check_spearman(fn: Callable[[Tensor, Tensor], Any]) -> bool:
     for label, x, y in _rank_cases(902):
         got, err = call(fn, x.clone(), y.clone())
         if err is None:
-            got, err = _scalar(got)
+            got, err = answer_number(got)
         if err:
             return report(False, f"on {label}: {err}")
         want = spearman(x, y)
@@ -144,7 +132,7 @@ def check_heldout_r2(fn: Callable[[Tensor, Tensor, Tensor, Tensor], Any]) -> boo
     for label, xf, yf, xt, yt in _probe_cases(903):
         got, err = call(fn, xf.clone(), yf.clone(), xt.clone(), yt.clone())
         if err is None:
-            got, err = _scalar(got)
+            got, err = answer_number(got)
         if err:
             return report(False, f"on {label}: {err}")
         want = heldout_r2(xf, yf, xt, yt, 0.0)
