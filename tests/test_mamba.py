@@ -8,8 +8,9 @@ import torch.nn.functional as F
 
 from bwt_lite.cli import main
 from bwt_lite.models import ModelConfig, build_model, run_with_cache
-from bwt_lite.models.mamba import (D_STATE, SCAN_METHODS, auto_scan_method, benchmark_scan, cuda_scan_available,
-                                   format_scan_benchmark, scan_parallel, scan_sequential, selective_scan)
+from bwt_lite.models.mamba import (D_STATE, SCAN_CHUNK, SCAN_METHODS, auto_scan_method, benchmark_scan,
+                                   cuda_scan_available, format_scan_benchmark, scan_parallel, scan_sequential,
+                                   selective_scan)
 from bwt_lite.tunnels import Bijection
 from conftest import gen
 
@@ -49,6 +50,57 @@ def test_parallel_scan_equals_the_sequential_reference(shape):
         torch.testing.assert_close(h1, h0, rtol=1e-5, atol=1e-5)
         for name, a, b in zip(("u", "dt", "A", "B", "C", "D"), g1, g0):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=lambda m: f"d/d{name}: {m}")
+
+
+def assert_scans_agree(inputs, weights, methods=("parallel",)):
+    """Every method against the sequential reference: y, states and every gradient to 1e-5."""
+    y0, h0, g0 = run("sequential", inputs, weights)
+    assert all(torch.isfinite(t).all() for t in (y0, h0, *g0))
+    for method in methods:
+        y1, h1, g1 = run(method, inputs, weights)
+        torch.testing.assert_close(y1, y0, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(h1, h0, rtol=1e-5, atol=1e-5)
+        for name, a, b in zip(("u", "dt", "A", "B", "C", "D"), g1, g0):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=lambda m: f"{method} d/d{name}: {m}")
+
+
+@pytest.mark.parametrize("T", [1, 2, SCAN_CHUNK - 1, SCAN_CHUNK, SCAN_CHUNK + 1, 2 * SCAN_CHUNK, 3 * SCAN_CHUNK + 5])
+def test_chunked_scan_at_every_length(T):
+    """T = 1, shorter than a chunk, a multiple of it and not: forward and gradients to 1e-5."""
+    inputs = ssm_inputs(3, T, 6, 5, seed=T)
+    assert_scans_agree(inputs, torch.randn(3, T, 6, generator=gen(T + 1)))
+
+
+def test_chunked_scan_under_strong_and_zero_decay():
+    """Large dt and very negative A (a underflows to 0), and no decay at all (a = 1): exact, finite."""
+    u, dt, A, B, C, D = ssm_inputs(2, 45, 8, 4, seed=5)
+    weights = torch.randn(2, 45, 8, generator=gen(6))
+    strong_dt = dt * 50 + 5  # dt up to several hundred
+    strong_A = A * 1e3 - 50  # dt A down to about -1e6: exp underflows, as would exp(-L) of a whole chunk
+    assert_scans_agree([u, strong_dt, strong_A, B, C, D], weights)
+    mixed_dt = torch.where(torch.rand(dt.shape, generator=gen(7)) < 0.5, strong_dt, dt)  # decay switches on and off
+    assert_scans_agree([u, mixed_dt, strong_A, B, C, D], weights)
+    assert_scans_agree([u, dt, torch.zeros_like(A), B, C, D], weights)  # a = 1: states are running sums
+    assert_scans_agree([u, torch.zeros_like(dt), A, B, C, D], weights)  # dt = 0: a = 1 and b = 0
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 64])
+def test_chunked_scan_of_any_chunk_size(chunk):
+    """scan_parallel(a, b) with any chunk, a in [0, 1] including exact zeros and ones."""
+    g = gen(chunk)
+    a = torch.rand(3, 37, 4, 2, generator=g)
+    a[:, ::7] = 0.0
+    a[:, 3::5] = 1.0
+    b = torch.randn(3, 37, 4, 2, generator=g)
+    w = torch.randn(3, 37, 4, 2, generator=g)
+    results = []
+    for scan in (scan_sequential, lambda x, y: scan_parallel(x, y, chunk)):
+        x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
+        h = scan(x, y)
+        (h * w).sum().backward()
+        results.append((h.detach(), x.grad, y.grad))
+    for r1, r0 in zip(*results):
+        torch.testing.assert_close(r1, r0, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -134,7 +186,8 @@ def test_hooks_expose_the_state_and_dt():
     B = mixer.x_proj(x_in)[..., mixer.dt_rank:mixer.dt_rank + D_STATE]
     h1 = torch.exp(dt[:, 1, :, None] * mixer.A) * h[:, 0] + (dt[:, 1] * x_in[:, 1])[..., None] * B[:, 1, None, :]
     torch.testing.assert_close(h[:, 1], h1, rtol=1e-5, atol=1e-6)  # the recurrence, read off the hooks
-    for method in ("parallel", "sequential"):  # every scan gives the same model and the same hooked state
+    methods = ["parallel", "sequential", "stepwise"] + (["cuda"] if cuda_scan_available() and x.is_cuda else [])
+    for method in methods:  # every scan gives the same model and the same hooked state
         model.backbone.set_scan_method(method)
         out2, cache2 = run_with_cache(model, x, names=names)
         torch.testing.assert_close(out2, out, rtol=1e-5, atol=1e-5)
@@ -169,3 +222,22 @@ def test_stepwise_inference_loop_equals_the_scans():
         model.backbone.set_scan_method("sequential")
         torch.testing.assert_close(fast, model(x), rtol=1e-5, atol=1e-5)
     assert cache["backbone.blocks.0.mixer.hook_ssm_state"].shape == (3, 37, 64, D_STATE)
+
+
+def test_model_outputs_and_gradients_are_the_same_with_every_scan():
+    """The Mamba model trains identically (outputs and every parameter's gradient) with each scan."""
+    model = build_model(ModelConfig(**SMALL))
+    x = Bijection().sample(4, gen(2)).inputs
+    results = {}
+    for method in ("sequential", "parallel", "stepwise"):
+        model.backbone.set_scan_method(method)
+        model.zero_grad()
+        out = model(x)
+        out.square().mean().backward()
+        results[method] = (out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()})
+    out0, grads0 = results["sequential"]
+    for method in ("parallel", "stepwise"):
+        out1, grads1 = results[method]
+        torch.testing.assert_close(out1, out0, rtol=1e-5, atol=1e-5)
+        for name, g in grads0.items():
+            torch.testing.assert_close(grads1[name], g, rtol=1e-4, atol=1e-5, msg=lambda m: f"{method} {name}: {m}")

@@ -17,19 +17,19 @@ this architecture changed no existing checkpoint key): ``d_inner = EXPAND * d_mo
 
 The recurrence ``h_t = a_t h_{t-1} + b_t`` is computed by one of four scans (all tested equal):
 - ``"sequential"``: the reference, a Python loop over time under autograd;
-- ``"parallel"``: an associative scan that pairs neighbouring steps, recurses on the half-length
-  sequence and fills in the rest (O(T) work, O(log T) depth); its backward pass is the same scan
-  run backwards in time (a custom autograd function, so memory stays O(B T d N));
+- ``"parallel"``: a chunked scan (:func:`_chunked_scan`): the local scans of all chunks of
+  ``SCAN_CHUNK`` steps side by side, a short loop carrying the state across the ``T / SCAN_CHUNK``
+  chunk boundaries, then every state at once; its backward pass is the same scan run backwards in
+  time (a custom autograd function that stores ``log2 a``, the states and one work buffer);
 - ``"stepwise"``: the whole selective SSM one step at a time with a hand-written backward pass,
   every per-step tensor in cache;
 - ``"cuda"``: ``selective_scan_fn`` from the ``mamba-ssm`` package (not testable on CPU machines).
 ``"auto"`` (the default) takes ``"cuda"`` when that package imports, the tensors are on a GPU and
 nobody reads the state hook (the fused kernel never materialises the states); else ``"parallel"``
 on an accelerator, where a loop over time is bound by kernel launches; and ``"stepwise"`` on a CPU.
-Measured on 2 shared CPU cores (:func:`benchmark_scan`), the parallel scan beats the sequential
-one only while a step's (batch, d_inner, N) tensor is small (a few thousand numbers); at training
-sizes all of them are bound by memory traffic (``bwt bench-scan``), and the parallel scan's extra passes make it the
-slowest, the stepwise loop the fastest.
+Measured on 2 shared CPU cores (``bwt bench-scan``, forward + backward), the chunked parallel scan
+beats the sequential loop from T = 64 on; the stepwise loop, which fuses the readout and keeps every
+per-step tensor in cache, stays the fastest at training sizes, hence the CPU default.
 Hook points: ``hook_x`` (conv output), ``hook_dt`` (per-step dt), ``hook_ssm_state`` (B, T, d_inner,
 N), ``hook_y`` (SSM output before the gate) in each mixer; ``hook_resid_pre``/``hook_resid_post``
 per block.
@@ -77,46 +77,136 @@ def scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack(out, 1)
 
 
-def _scan_pairs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Associative scan without autograd: combine steps (2k, 2k+1), scan the half-length sequence
-    of pairs (its states are the odd steps), then fill in the even steps from their left neighbour."""
-    T = b.shape[1]
-    if T == 1:
-        return b.clone()
-    if T % 2:  # pad with the identity step (a = 1, b = 0)
-        a = torch.cat([a, torch.ones_like(a[:, :1])], 1)
-        b = torch.cat([b, torch.zeros_like(b[:, :1])], 1)
-    a_even, a_odd, b_even = a[:, 0::2], a[:, 1::2], b[:, 0::2]
-    h_odd = _scan_pairs(a_odd * a_even, torch.addcmul(b[:, 1::2], a_odd, b_even))  # h_{2k+1}
-    h = torch.empty_like(b)
-    h[:, 1::2] = h_odd
-    h[:, 0] = b_even[:, 0]
-    h[:, 2::2] = torch.addcmul(b_even[:, 1:], a_even[:, 1:], h_odd[:, :-1])  # h_2k = a_2k h_(2k-1) + b_2k
-    return h[:, :T]
+def _scan_steps(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, start: int, stop: int,
+                reverse: bool = False) -> None:
+    """Steps ``start..stop-1`` of the recurrence one at a time, written into ``out``; time is dim 0.
+
+    Forward: ``out_t = a_t out_{t-1} + b_t``; reverse (the adjoint recurrence of the backward pass):
+    ``out_t = a_{t+1} out_{t+1} + b_t``, from ``stop - 1`` down to ``start``. The state before the
+    first step is ``out[start - 1]`` (reverse: ``out[stop]``) where that exists, else 0."""
+    for t in (range(stop - 1, start - 1, -1) if reverse else range(start, stop)):
+        prev = t + 1 if reverse else t - 1
+        if 0 <= prev < out.shape[0]:
+            torch.addcmul(b[t], a[prev if reverse else t], out[prev], out=out[t])
+        else:
+            out[t] = b[t]
 
 
-class _ParallelScan(torch.autograd.Function):
-    """h = scan(a, b); backward: g_t = dL/dh_t + a_{t+1} g_{t+1} (the same scan, reversed in time),
-    dL/db_t = g_t and dL/da_t = g_t h_{t-1}."""
+@torch.no_grad()
+def _chunked_scan(a: torch.Tensor, b: torch.Tensor, chunk: int, reverse: bool = False) -> torch.Tensor:
+    """``h_t = a_t h_{t-1} + b_t`` (``h_{-1} = 0``) along dim 0 (time-major tensors) by chunks of
+    ``chunk`` steps. Overwrites ``a`` (with running products of decays).
+
+    Three phases, each a handful of tensor operations on all ``T / chunk`` chunks at once:
+    1. every chunk's local scan from a zero state, ``l_c = a_c l_{c-1} + b_c`` (``chunk`` vectorised
+       steps, all chunks side by side), and its running decay ``P_c = a_0 a_1 ... a_c``;
+    2. the states entering the chunks, ``h_in' = P_last h_in + l_last``: a loop over the chunks;
+    3. every state at once, ``h_c = l_c + P_c h_in``.
+    Only products of decays in ``[0, 1]`` appear, never their inverses, so nothing can overflow
+    whatever ``dt >= 0`` and ``A <= 0`` are, and the rounding is that of the sequential loop. Time
+    first, every vectorised step reads and writes whole (batch, ...) blocks, in place (no state-sized
+    temporaries). The steps after the last full chunk run one at a time. (The closed form from
+    cumulative sums of ``log a``, ``h_c = e^(L_c) (h_in + sum_s e^(-L_s) b_s)``, needs ``e^(-L)``, which
+    overflows float32 once a chunk decays below ``e^-88``; rescaled per chunk it stays finite but
+    loses precision in the exponent, and on a CPU it made more passes over memory than this.)
+
+    ``reverse``: the backward pass's recurrence ``g_t = a_{t+1} g_{t+1} + b_t`` (``g_T = 0``), the
+    same three phases mirrored in time (suffix products ``a_{c+1} ... a_last`` carry the gradient
+    entering a chunk to its steps).
+    """
+    T, C = b.shape[0], chunk
+    K = T // C
+    out = torch.empty_like(b, memory_format=torch.contiguous_format)
+    if reverse:
+        _scan_steps(a, b, out, K * C, T, reverse=True)
+    if K:
+        av, bv, ov = (t[:K * C].unflatten(0, (K, C)) for t in (a, b, out))  # (K, C, batch, ...)
+        first, last = (C - 1, 0) if reverse else (0, C - 1)
+        ov[:, first] = bv[:, first]
+        for c in (range(C - 2, -1, -1) if reverse else range(1, C)):  # 1. local scans
+            prev = c + 1 if reverse else c - 1
+            torch.addcmul(bv[:, c], av[:, prev if reverse else c], ov[:, prev], out=ov[:, c])
+            if not reverse:
+                av[:, c] *= av[:, prev]  # prefix products a_0 ... a_c
+        if reverse:
+            a_first = av[:, 0].clone()  # a of each chunk's first step
+            for c in range(C - 2, -1, -1):
+                av[:, c] *= av[:, c + 1]  # suffix products a_c ... a_last
+        decay = av[:, last]  # (K, batch, ...): each chunk's total decay
+        h_in = torch.zeros_like(decay, memory_format=torch.contiguous_format)  # the state entering each chunk
+        if reverse:  # h_in: a g of the next chunk's first step
+            local = ov[:, 0] * a_first
+            if K * C < T:
+                h_in[-1] = a[K * C] * out[K * C]
+            for k in range(K - 2, -1, -1):  # 2. the loop over the chunks
+                torch.addcmul(local[k + 1], decay[k + 1], h_in[k + 1], out=h_in[k])
+            ov[:, :-1].addcmul_(av[:, 1:], h_in.unsqueeze(1))  # 3. g_c = l_c + a_{c+1} ... a_last h_in
+            ov[:, -1] += h_in
+        else:
+            local = ov[:, -1]
+            for k in range(1, K):  # 2. the loop over the chunks
+                torch.addcmul(local[k - 1], decay[k - 1], h_in[k - 1], out=h_in[k])
+            ov.addcmul_(av, h_in.unsqueeze(1))  # 3. h_c = l_c + a_0 ... a_c h_in
+    if not reverse:
+        _scan_steps(a, b, out, K * C, T)
+    return out
+
+
+class _ChunkedScan(torch.autograd.Function):
+    """``h = scan(x, b)`` along dim 0 by :func:`_chunked_scan`, with ``x = log2 a`` (``log2=True``)
+    or ``x = a``.
+
+    Backward: ``g_t = dL/dh_t + a_{t+1} g_{t+1}`` is the same chunked scan run backwards in time;
+    ``dL/db_t = g_t`` and ``dL/da_t = g_t h_{t-1}`` (times ``a_t ln 2`` for ``log2 a``). Saves ``x``
+    and ``h``; ``a = 2^x`` is recomputed, into the forward pass's work buffer, which is kept (one
+    state-sized tensor) because on a CPU a fresh allocation of that size costs more than the pass."""
 
     @staticmethod
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        h = _scan_pairs(a, b)
-        ctx.save_for_backward(a, h)
+    def forward(ctx: Any, x: torch.Tensor, b: torch.Tensor, log2: bool, chunk: int) -> torch.Tensor:
+        a = torch.exp2(x) if log2 else x.clone()
+        h = _chunked_scan(a, b, chunk)
+        ctx.log2, ctx.chunk = log2, chunk
+        ctx.save_for_backward(x, h)
+        ctx.work = a  # scratch memory for the backward pass's a
         return h
 
     @staticmethod
-    def backward(ctx: Any, grad_h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        a, h = ctx.saved_tensors
-        a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], 1)
-        g = _scan_pairs(a_next.flip(1), grad_h.flip(1)).flip(1)
-        h_prev = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], 1)
-        return g * h_prev, g
+    def backward(ctx: Any, grad_h: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, h = ctx.saved_tensors
+        a = ctx.work
+        if ctx.log2:
+            torch.exp2(x, out=a)
+        else:
+            a.copy_(x)
+        grad_x = None
+        if ctx.needs_input_grad[0]:  # g_t h_{t-1} dh_t/dx_t, with dh_t/dx_t = h_{t-1} (a_t ln 2 for log2 a)
+            grad_x = torch.empty_like(h)
+            grad_x[0] = 0
+            if ctx.log2:
+                torch.mul(h[:-1], a[1:], out=grad_x[1:])
+            else:
+                grad_x[1:] = h[:-1]
+        g = _chunked_scan(a, grad_h, ctx.chunk, reverse=True)
+        if grad_x is not None:
+            grad_x *= g
+            if ctx.log2:
+                grad_x *= math.log(2.0)
+        return grad_x, g, None, None
 
 
-def scan_parallel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Parallel (associative) scan; equal to :func:`scan_sequential` up to float rounding."""
-    return _ParallelScan.apply(a, b)
+SCAN_CHUNK = 16  # steps per chunk of the parallel scan: 8, 16 and 32 measured alike on CPU (bwt bench-scan)
+
+
+def scan_parallel(a: torch.Tensor, b: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
+    """Chunked parallel scan of ``h_t = a_t h_{t-1} + b_t`` along dim 1 (see :func:`_chunked_scan`);
+    equal to :func:`scan_sequential` up to float rounding, with gradients by the same scan run backwards."""
+    return _ChunkedScan.apply(a.transpose(0, 1), b.transpose(0, 1), False, chunk or SCAN_CHUNK).transpose(0, 1)
+
+
+def scan_parallel_log2(la2: torch.Tensor, b: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
+    """:func:`scan_parallel` of time-major tensors (time is dim 0: contiguous blocks per step) with
+    the decay given as ``la2 = log2 a`` (``a = 2^la2`` is recomputed forward and backward, not stored)."""
+    return _ChunkedScan.apply(la2, b, True, chunk or SCAN_CHUNK)
 
 
 _CUDA_SCAN: Any = None  # mamba_ssm's selective_scan_fn once imported; False when unavailable
@@ -155,20 +245,27 @@ def ssm_states(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tens
     """The states ``h_t = exp(dt_t A) h_{t-1} + dt_t B_t u_t``: (batch, T, d_inner, N), at least float32.
 
     Shapes: ``u``, ``dt`` (batch, T, d_inner); ``A`` (d_inner, N); ``B`` (batch, T, N).
-    ``method``: ``"parallel"`` or ``"sequential"`` (both differentiable).
+    ``method``: ``"parallel"`` or ``"sequential"`` (both differentiable). The parallel scan works
+    time-major and returns a (batch, T, ...) view of (T, batch, ...) memory.
     """
     check_choice("method", method, ("parallel", "sequential"))
     with torch.autocast(u.device.type, enabled=False):
         u, dt, A, B = _float32(u, dt, A, B)
-        a = torch.exp2(dt.unsqueeze(-1) * (A * LOG2_E))  # exp(dt A), (batch, T, d_inner, N)
-        b = (dt * u).unsqueeze(-1) * B.unsqueeze(2)  # (batch, T, d_inner, N)
-        return scan_parallel(a, b) if method == "parallel" else scan_sequential(a, b)
+        if method == "sequential":
+            a = torch.exp2(dt.unsqueeze(-1) * (A * LOG2_E))  # exp(dt A), (batch, T, d_inner, N)
+            return scan_sequential(a, (dt * u).unsqueeze(-1) * B.unsqueeze(2))
+        dt_, du, B_ = _time_major(dt, dt * u, B)  # (T, batch, .): each time step one contiguous block
+        la2 = dt_.unsqueeze(-1) * (A * LOG2_E)  # log2 exp(dt A), (T, batch, d_inner, N)
+        return scan_parallel_log2(la2, du.unsqueeze(-1) * B_.unsqueeze(2)).transpose(0, 1)
 
 
 def ssm_readout(h: torch.Tensor, C: torch.Tensor, u: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
     """``y_t = C_t . h_t + D u_t``: (batch, T, d_inner), at least float32."""
     with torch.autocast(u.device.type, enabled=False):
         h, C, u, D = _float32(h, C, u, D)
+        if h.transpose(0, 1).is_contiguous() and not h.is_contiguous():  # time-major states (the parallel scan's)
+            y = torch.matmul(h.transpose(0, 1), C.transpose(0, 1).unsqueeze(-1).contiguous())  # (T, batch, d_inner, 1)
+            return y.squeeze(-1).transpose(0, 1) + u * D
         return torch.einsum("btdn,btn->btd", h, C) + u * D
 
 
