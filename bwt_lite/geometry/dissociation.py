@@ -55,6 +55,7 @@ from ..presets import FORMAT_VERSION, Preset, get_preset
 from ..train import fit, init_model
 from ..tunnels import make_tunnel
 from ..validation import check_int
+from .frame import cosine_matrix, hypothesis_keys
 
 TRAJECTORY_DIR = Path(__file__).resolve().parent.parent / "data" / "trajectories"
 SNAPSHOTS, TRAJ_META = "snapshots.safetensors", "trajectory.json"
@@ -242,27 +243,15 @@ def load_trajectory(name_or_dir: str | Path, *, check: bool = True) -> Trajector
 
 def layer0_keys(model: WindTunnelModel, tokens: list[int] | tuple[int, ...] | None = None) -> Tensor:
     """Layer-0 keys of ``tokens`` (default: the answer tokens, the hypotheses) from their embeddings
-    alone: ``k_v = W_K^(h) RMSNorm(e_v)``, shape (heads, tokens, d_head), float64."""
-    blocks = getattr(model.backbone, "blocks", None)
-    if blocks is None or not hasattr(blocks[0], "attn"):
-        raise ValueError(f"architecture {model.cfg.arch!r} has no attention keys")
-    tokens = list(model.cfg.answer_tokens if tokens is None else tokens)
-    attn = blocks[0].attn
-    with torch.no_grad():
-        e = model.embed.tok.weight[tokens]
-        k = attn.k(blocks[0].ln1(e))  # (n, d)
-    return k.view(len(tokens), attn.n_heads, attn.d_head).transpose(0, 1).double()
-
-
-def _cosines(k: Tensor) -> Tensor:  # (H, n, dh) -> (H, n, n)
-    u = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return u @ u.transpose(-1, -2)
+    alone: ``k_v = W_K^(h) RMSNorm(e_v)``, shape (heads, tokens, d_head), float64
+    (:func:`bwt_lite.geometry.frame.hypothesis_keys` at layer 0, per head)."""
+    return hypothesis_keys(model, tokens, layer=0, source="projected", heads="per_head")
 
 
 def key_frame_similarity(keys: Tensor, final: Tensor) -> float:
     """Mean over heads of the Pearson correlation between the off-diagonal key cosines of ``keys``
     and of ``final`` (both (heads, n, d_head)): 1 when the frame has its final geometry."""
-    a, b = _cosines(keys), _cosines(final)
+    a, b = cosine_matrix(keys), cosine_matrix(final)
     n = a.shape[-1]
     off = ~torch.eye(n, dtype=torch.bool)
     a, b = a[:, off], b[:, off]
