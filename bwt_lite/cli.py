@@ -5,6 +5,7 @@ import argparse
 import json
 import shutil
 import sys
+import time
 from typing import Any, Sequence
 
 import torch
@@ -16,7 +17,7 @@ from .metrics import entropy_bits, gaussian_entropy_bits
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import SCALES, Preset, get_preset
-from .train import TARGET_MODES
+from .train import TARGET_MODES, format_duration
 from .tunnels import TUNNELS, make_tunnel
 
 
@@ -153,6 +154,9 @@ def cmd_ship(args: argparse.Namespace) -> int:
     from .checkpoints import SHIPPED_DIR
     from .presets import shipped_presets
 
+    from .train_pool import train_presets
+
+    todo = []
     for preset in shipped_presets():
         if args.only and preset.name not in args.only:
             continue
@@ -160,8 +164,16 @@ def cmd_ship(args: argparse.Namespace) -> int:
         if (target / "checkpoint.json").exists() and not args.retrain:
             print(f"{preset.name}: shipped ({target.name})")
             continue
-        _, meta = train_and_save(preset, progress=_progress(args), device=args.device, fresh=args.retrain,
-                                 log=_log, root=SHIPPED_DIR)
+        todo.append(preset)
+    if args.jobs > 1:
+        train_presets(todo, jobs=args.jobs, fresh=args.retrain, root=SHIPPED_DIR, log=_log)
+    for preset in todo:
+        target = checkpoint_dir(preset, SHIPPED_DIR)
+        if args.jobs > 1:
+            meta = json.loads((target / "checkpoint.json").read_text())
+        else:
+            _, meta = train_and_save(preset, progress=_progress(args), device=args.device, fresh=args.retrain,
+                                     log=_log, root=SHIPPED_DIR)
         last = meta["history"][-1]
         print(f"{preset.name}: trained in {meta['train_time_s']:.0f} s, entropy MAE "
               f"{last['entropy_mae_bits']:.4f} bits, KL {last['kl_bits']:.4f} bits ({target.name})")
@@ -215,8 +227,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         rows = capacity_table([args.scale])
         print("\n".join(json.dumps(r) for r in rows) if args.json else format_capacity_table(rows))
         return 0
+    t0 = time.perf_counter()
     rows = reproduce(args.scale, retrain=args.retrain, episodes=args.episodes, seed=args.seed_eval,
-                     device=args.device, progress=_progress(args), download=not args.no_download, log=_log)
+                     device=args.device, progress=_progress(args), download=not args.no_download, jobs=args.jobs,
+                     log=_log)
+    _log(f"{len(rows)} cells in {format_duration(time.perf_counter() - t0)}")
     print("\n".join(json.dumps(r) for r in rows) if args.json else format_primitives_table(rows))
     return 0
 
@@ -304,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--only", nargs="*", default=None, help="preset names, e.g. hmm-transformer-lite")
     sp.add_argument("--retrain", action="store_true", help="retrain even if shipped")
     sp.add_argument("--device", default="cpu")
+    sp.add_argument("--jobs", type=int, default=1, help="presets trained at once on the CPU, each in its own process")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_ship)
 
@@ -330,6 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--capacity", action="store_true", help="only the parameter counts and how they were matched")
     sp.add_argument("--device", default="auto", help="auto (the GPU when visible), cpu, cuda...")
     sp.add_argument("--no-download", action="store_true", help="train instead of downloading hosted checkpoints")
+    sp.add_argument("--jobs", type=int, default=1,
+                    help="cells trained at once on the CPU, each in its own process (2 on a 2-core machine)")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--json", action="store_true", help="one JSON object per cell, one per line")
     sp.set_defaults(func=cmd_reproduce)

@@ -15,14 +15,17 @@ from typing import Any, Callable, Iterable, Mapping
 
 import torch
 
-from .checkpoints import load_or_train
+from .checkpoints import find_checkpoint, load_or_train
+from .device import resolve_device
 from .evaluate import evaluate
+from .hosted import hosted_checkpoint
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import SCALES, get_preset
 from .train import format_duration
+from .train_pool import train_presets
 from .tunnels import make_tunnel
-from .validation import check_choice
+from .validation import check_choice, check_int
 
 PRIMITIVE_TUNNELS = ("bijection", "hmm", "recall", "regression")  # the four primitives' tunnels, in table order
 PRIMITIVES: dict[str, str] = {"bijection": "accumulation", "hmm": "transport", "recall": "binding",
@@ -120,7 +123,7 @@ def format_capacity_table(rows: list[dict[str, Any]]) -> str:
 
 def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 2048, seed: int = 0,
               device: str | torch.device = "cpu", archs: Iterable[str] = ARCHS, tunnels: Iterable[str] = PRIMITIVE_TUNNELS,
-              progress: bool = False, download: bool = True,
+              progress: bool = False, download: bool = True, jobs: int = 1,
               log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Evaluate every (architecture, tunnel) cell at ``scale`` on ``episodes`` held-out episodes.
 
@@ -129,31 +132,43 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     row per cell, with the keys arch, tunnel, scale, entropy_mae_bits, kl_bits, accuracy (recall:
     on recalled keys; None for Gaussian tunnels), paper_value (as published, in paper_unit), params,
     and primitive, metric, threshold, realises, paper_realises (the same threshold applied to the
-    paper's number), target, train_steps, per_position (evaluate's per-position curves), seconds
+    paper's number), target, train_steps, train_time_s (the checkpoint's recorded training time), per_position (evaluate's per-position curves), seconds
     (loading or training, and evaluating).
+
+    With ``jobs`` > 1 the cells to train are first trained on the CPU, ``jobs`` at a time in worker
+    processes (:func:`bwt_lite.train_pool.train_presets`), then every cell is evaluated here.
     """
     check_choice("scale", scale, SCALES)
-    rows = []
+    check_int("jobs", jobs, 1)
+    cells = []
     for tunnel in tunnels:
         check_choice("tunnel", tunnel, PRIMITIVE_TUNNELS)
-        for arch in archs:
-            t0 = time.perf_counter()
-            preset = get_preset(tunnel, arch, scale)
-            model, meta = load_or_train(preset, retrain=retrain, progress=progress, device=device, log=log,
-                                        download=download)
-            res = evaluate(model, make_tunnel(**preset.tunnel), episodes=episodes, seed=seed)
-            paper = paper_value(tunnel, arch)
-            metric, kind, value = THRESHOLDS[tunnel]
-            row = {"arch": arch, "tunnel": tunnel, "scale": scale, "entropy_mae_bits": res.entropy_mae_bits,
-                   "kl_bits": res.kl_bits, "accuracy": res.accuracy,
-                   "paper_value": paper.value if paper else None, "paper_unit": paper.unit if paper else None,
-                   "params": model.n_params, "primitive": PRIMITIVES[tunnel], "metric": metric,
-                   "threshold": value, "target": preset.train.target, "train_steps": meta["train_steps"],
-                   "per_position": res.per_position}
-            row["realises"] = realises(tunnel, row)
-            row["paper_realises"] = realises(tunnel, _paper_metrics(tunnel, arch)) if paper else None
-            row["seconds"] = time.perf_counter() - t0
-            rows.append(row)
+        cells += [(tunnel, arch, get_preset(tunnel, arch, scale)) for arch in archs]
+    if jobs > 1:
+        if resolve_device(device).type != "cpu":
+            raise ValueError("jobs > 1 trains on the CPU; on a GPU train one cell at a time (jobs=1)")
+        missing = [p for _, _, p in cells if retrain or (find_checkpoint(p) is None
+                                                         and not (download and hosted_checkpoint(p)))]
+        train_presets(missing, jobs=jobs, fresh=retrain, log=log)
+        retrain = False  # trained just now, into the cache that loading looks at first
+    rows = []
+    for tunnel, arch, preset in cells:
+        t0 = time.perf_counter()
+        model, meta = load_or_train(preset, retrain=retrain, progress=progress, device=device, log=log,
+                                    download=download)
+        res = evaluate(model, make_tunnel(**preset.tunnel), episodes=episodes, seed=seed)
+        paper = paper_value(tunnel, arch)
+        metric, kind, value = THRESHOLDS[tunnel]
+        row = {"arch": arch, "tunnel": tunnel, "scale": scale, "entropy_mae_bits": res.entropy_mae_bits,
+               "kl_bits": res.kl_bits, "accuracy": res.accuracy,
+               "paper_value": paper.value if paper else None, "paper_unit": paper.unit if paper else None,
+               "params": model.n_params, "primitive": PRIMITIVES[tunnel], "metric": metric,
+               "threshold": value, "target": preset.train.target, "train_steps": meta["train_steps"],
+               "train_time_s": meta.get("train_time_s"), "per_position": res.per_position}
+        row["realises"] = realises(tunnel, row)
+        row["paper_realises"] = realises(tunnel, _paper_metrics(tunnel, arch)) if paper else None
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
     return rows
 
 
