@@ -89,7 +89,8 @@ def device_name(device: torch.device) -> str:
     """A human-readable name: the GPU's (e.g. 'Tesla T4') or 'cpu (N threads)'."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"{device.type} ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"{device.type} ({n} thread{'' if n == 1 else 's'})"
 
 
 def precision_name(dtype: torch.dtype | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -35,11 +36,14 @@ def expected_seconds(preset: Preset) -> float:
 
 def _train_one(preset_dict: dict[str, Any], fresh: bool, threads: int, ckpt_every: int,
                log_every_s: float, root: str | None) -> tuple[str, float]:
-    """Worker: train one preset on the CPU with ``threads`` threads; its name and training seconds."""
+    """Worker: train one preset on the CPU with ``threads`` threads; its name and training seconds.
+
+    Progress goes to stderr, so the parent's stdout (``bwt reproduce --json``) stays machine-readable.
+    """
     torch.set_num_threads(threads)
     preset = Preset.from_dict(preset_dict)
     _, meta = train_and_save(preset, progress=False, device="cpu", fresh=fresh, ckpt_every=ckpt_every,
-                             log=lambda msg: print(f"[{preset.name}] {msg}", flush=True),
+                             log=lambda msg: print(f"[{preset.name}] {msg}", file=sys.stderr, flush=True),
                              log_every_s=log_every_s, root=None if root is None else Path(root))
     return preset.name, float(meta["train_time_s"])
 

@@ -14,10 +14,12 @@ def tiny(tunnel, arch, scale="lite", **overrides):
     return replace(p, model=replace(p.model, d_model=16, n_heads=2, n_layers=1))
 
 
-def test_pool_trains_each_preset_as_a_serial_run_would(tmp_path):
+def test_pool_trains_each_preset_as_a_serial_run_would(tmp_path, capfd):
     presets = [tiny("bijection", "transformer"), tiny("regression", "lstm")]
     lines = []
-    done = train_pool.train_presets(presets, jobs=2, threads=1, log=lines.append)
+    done = train_pool.train_presets(presets, jobs=2, threads=1, log_every_s=1e-9, log=lines.append)
+    out, err = capfd.readouterr()
+    assert out == "" and "[bijection-transformer-lite] training " in err  # workers log to stderr only
     assert set(done) == {p.name for p in presets} and all(s > 0 for s in done.values())
     assert lines[0].startswith("training 2 preset(s), 2 at a time with 1 thread(s) each")
     assert sum(line.startswith("finished ") for line in lines) == 2
