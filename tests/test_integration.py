@@ -146,7 +146,7 @@ def test_lite_target_status_says_met_or_missed():
         return EvalResult(mae, 0.0, None, acc, 0.0, 1, {})
     assert "meets" in lite_target_status("hmm", result(0.04))
     missed = lite_target_status("hmm", result(0.136))
-    assert "misses" in missed and "0.1360" in missed and "longer training" in missed
+    assert "misses" in missed and "0.1360" in missed and "paper preset on a GPU" in missed
     assert "meets" in lite_target_status("recall", result(acc=0.995))
     assert "misses" in lite_target_status("recall", result(acc=0.5))
     with pytest.raises(ValueError, match="unknown tunnel"):
