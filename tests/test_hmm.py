@@ -10,6 +10,7 @@ from bwt_lite.tunnels.hmm import (
     HMM,
     _forward_filter_reference,
     forward_filter,
+    recent_filter,
     round_to_hundredths,
     tokenize,
 )
@@ -69,6 +70,59 @@ def test_forward_filter_equals_enumeration(S, O, K, seed, zeros, with_init):
         assert torch.allclose(post, torch.tensor(ref, dtype=torch.float64), atol=1e-12, rtol=0)
     # unbatched inputs give the same answer
     assert torch.equal(forward_filter(T[1], E[1], obs[1], init), post[1])
+
+
+def brute_force_recent(T: list, E: list, obs: list[int], window: int, init: list[float] | None = None) -> list[list[float]]:
+    """p(s_t | o_{t-window+1}..o_t) for every t: the joint over all state paths 0..t, with the
+    symbols before the window left out (summed over), normalised."""
+    S = len(T)
+    init = init or [1.0 / S] * S
+    out = []
+    for t in range(len(obs)):
+        lo = max(0, t - window + 1) if window else t + 1
+        mass = [0.0] * S
+        for path in itertools.product(range(S), repeat=t + 1):
+            p = init[path[0]]
+            for i in range(1, t + 1):
+                p *= T[path[i - 1]][path[i]]
+            for i in range(lo, t + 1):
+                p *= E[path[i]][obs[i]]
+            mass[path[-1]] += p
+        z = sum(mass)
+        out.append([m / z for m in mass])
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(S=st.integers(2, 3), O=st.integers(2, 3), K=st.integers(1, 5), window=st.integers(0, 6),
+       seed=st.integers(0, 2**31), with_init=st.booleans())
+def test_recent_filter_equals_enumeration(S, O, K, window, seed, with_init):
+    g, B = gen(seed), 3
+    T, E = random_stochastic(g, B, S, S), random_stochastic(g, B, S, O)
+    obs = torch.randint(0, O, (B, K), generator=g)
+    init = random_stochastic(g, S) if with_init else None
+    post = recent_filter(T, E, obs, window, init)
+    assert post.shape == (B, K, S) and post.dtype == torch.float64
+    for b in range(B):
+        exact = brute_force_recent(T[b].tolist(), E[b].tolist(), obs[b].tolist(), window,
+                                   None if init is None else init.tolist())
+        assert torch.allclose(post[b], torch.tensor(exact, dtype=torch.float64), atol=1e-10, rtol=0)
+    assert torch.allclose(recent_filter(T[0], E[0], obs[0], window, init), post[0], atol=1e-14, rtol=0)
+    if window >= K:
+        assert torch.equal(post, forward_filter(T, E, obs, init))
+
+
+def test_recent_filter_approaches_the_exact_belief_and_rejects_bad_window():
+    tunnel = HMM(K=12)
+    ep = tunnel.sample(256, gen(3))
+    T, E, obs = HMM.decode(ep.inputs)
+    gaps = [(recent_filter(T, E, obs, w) - ep.probs).abs().max().item() for w in range(0, 13)]
+    assert all(a > b for a, b in zip(gaps[:6], gaps[1:7]))  # each symbol more brings it closer
+    assert gaps[12] == 0.0
+    with pytest.raises(ValueError, match="window"):
+        recent_filter(T, E, obs, -1)
+    with pytest.raises(TypeError, match="window"):
+        recent_filter(T, E, obs, 1.5)
 
 
 @settings(max_examples=30, deadline=None)

@@ -150,6 +150,47 @@ def forward_filter(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None
     return out[0] if unbatched else out
 
 
+def recent_filter(T: Tensor, E: Tensor, obs: Tensor, window: int, init: Tensor | None = None) -> Tensor:
+    """Beliefs from the last ``window`` observations only: p(s_t | o_{t-window+1}..o_t), float64.
+
+    The exact posterior of a filter that forgets everything older than ``window`` symbols: the state
+    at the window's start has its prior marginal (``init`` carried through T), not the belief the
+    earlier symbols gave. ``window = 0`` is that marginal p(s_t) (T alone, no symbol); a window at
+    least K long is :func:`forward_filter` itself. Same shapes and checks as :func:`forward_filter`.
+    How fast these approach the exact belief as the window grows says how far back a filter must
+    look; chapter 3 compares the lite transformer's training plateaus with them.
+    """
+    window = check_int("window", window, 0)
+    exact = forward_filter(T, E, obs, init)  # validates everything; also the answer for t < window
+    unbatched = exact.dim() == 2
+    post = exact.unsqueeze(0) if unbatched else exact
+    B, K, S = post.shape
+    T = T.to(torch.float64).reshape(B, S, S)
+    obs = obs.reshape(B, K).to(device=T.device, dtype=torch.int64)
+    marg = torch.empty(B, K, S, dtype=torch.float64, device=T.device)  # p(s_t), no observations
+    marg[:, 0] = torch.full((B, S), 1.0 / S, dtype=torch.float64, device=T.device) if init is None \
+        else init.to(device=T.device, dtype=torch.float64).expand(B, S)
+    for t in range(1, K):
+        marg[:, t] = (marg[:, t - 1].unsqueeze(1) @ T).squeeze(1)
+    if window == 0:
+        out = marg
+    elif window >= K:
+        out = post
+    else:
+        starts = torch.arange(K - window + 1, device=T.device)  # windows ending at t = window-1..K-1
+        idx = starts.unsqueeze(1) + torch.arange(window, device=T.device)  # (n, window)
+        n = len(starts)
+
+        def per_window(x: Tensor) -> Tensor:  # (B, ...) -> (B * n, ...): one copy per window
+            return x.unsqueeze(1).expand(B, n, *x.shape[1:]).reshape(B * n, *x.shape[1:])
+
+        last = forward_filter(per_window(T), per_window(E.to(torch.float64).reshape(B, S, E.shape[-1])),
+                              obs[:, idx].reshape(B * n, window),
+                              marg[:, starts].reshape(B * n, S))[:, -1].reshape(B, n, S)
+        out = torch.cat([post[:, : window - 1], last], dim=1)
+    return out[0] if unbatched else out
+
+
 def _forward_filter_reference(T: list[list[list[float]]], E: list[list[list[float]]],
                               obs: list[list[int]]) -> list[list[list[float]]]:
     """Naive forward filter, uniform initial state, in plain Python floats (loops over episodes,
