@@ -97,7 +97,9 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     # HMM: d = 64 trains ~2x faster per step than d = 96 and went further in the same time; 10,000
     # steps with a learning-rate floor (d = 96, 3,000 steps, cosine to 0: 0.136 bits; this: 0.083).
     # The shipped run then left that 0.083-bit plateau at about step 7,500 and ended at 0.050; reruns
-    # changing one thing (13,000 steps; 4 heads) stayed on it: the escape is not reliable.
+    # changing one thing (13,000 steps; 4 heads; 5 or 6 layers; batch 64) stayed on it: the escape is
+    # not reliable. The plateau is the exact filter of the current symbol alone (hmm.recent_filter
+    # with w = 1); leaving it takes a head that looks back at earlier symbols (chapter 3).
     ("hmm", "transformer", "lite"): TrainConfig(steps=10_000, batch_size=32, lr=2e-3, weight_decay=0.01,
                                                 warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
                                                 target="soft"),
