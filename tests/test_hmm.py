@@ -17,21 +17,30 @@ from bwt_lite.tunnels.hmm import (
 from conftest import gen
 
 
-def brute_force_filter(T: list, E: list, obs: list[int], init: list[float] | None = None) -> list[list[float]]:
-    """p(s_t | o_0..o_t) for every t by summing the joint over all S^(t+1) state paths."""
+def brute_force_recent(T: list, E: list, obs: list[int], window: int, init: list[float] | None = None) -> list[list[float]]:
+    """p(s_t | o_{t-window+1}..o_t) for every t: the joint over all state paths 0..t, with the
+    symbols before the window left out (summed over), normalised."""
     S = len(T)
     init = init or [1.0 / S] * S
     out = []
     for t in range(len(obs)):
+        lo = max(0, t - window + 1) if window else t + 1
         mass = [0.0] * S
         for path in itertools.product(range(S), repeat=t + 1):
-            p = init[path[0]] * E[path[0]][obs[0]]
+            p = init[path[0]]
             for i in range(1, t + 1):
-                p *= T[path[i - 1]][path[i]] * E[path[i]][obs[i]]
+                p *= T[path[i - 1]][path[i]]
+            for i in range(lo, t + 1):
+                p *= E[path[i]][obs[i]]
             mass[path[-1]] += p
         z = sum(mass)
         out.append([m / z for m in mass])
     return out
+
+
+def brute_force_filter(T: list, E: list, obs: list[int], init: list[float] | None = None) -> list[list[float]]:
+    """p(s_t | o_0..o_t) for every t by summing the joint over all S^(t+1) state paths."""
+    return brute_force_recent(T, E, obs, len(obs), init)
 
 
 def random_stochastic(g: torch.Generator, *shape: int, zeros: bool = False) -> torch.Tensor:
@@ -70,27 +79,6 @@ def test_forward_filter_equals_enumeration(S, O, K, seed, zeros, with_init):
         assert torch.allclose(post, torch.tensor(ref, dtype=torch.float64), atol=1e-12, rtol=0)
     # unbatched inputs give the same answer
     assert torch.equal(forward_filter(T[1], E[1], obs[1], init), post[1])
-
-
-def brute_force_recent(T: list, E: list, obs: list[int], window: int, init: list[float] | None = None) -> list[list[float]]:
-    """p(s_t | o_{t-window+1}..o_t) for every t: the joint over all state paths 0..t, with the
-    symbols before the window left out (summed over), normalised."""
-    S = len(T)
-    init = init or [1.0 / S] * S
-    out = []
-    for t in range(len(obs)):
-        lo = max(0, t - window + 1) if window else t + 1
-        mass = [0.0] * S
-        for path in itertools.product(range(S), repeat=t + 1):
-            p = init[path[0]]
-            for i in range(1, t + 1):
-                p *= T[path[i - 1]][path[i]]
-            for i in range(lo, t + 1):
-                p *= E[path[i]][obs[i]]
-            mass[path[-1]] += p
-        z = sum(mass)
-        out.append([m / z for m in mass])
-    return out
 
 
 @settings(max_examples=40, deadline=None)

@@ -165,6 +165,8 @@ def recent_filter(T: Tensor, E: Tensor, obs: Tensor, window: int, init: Tensor |
     unbatched = exact.dim() == 2
     post = exact.unsqueeze(0) if unbatched else exact
     B, K, S = post.shape
+    if window >= K:
+        return exact
     T = T.to(torch.float64).reshape(B, S, S)
     obs = obs.reshape(B, K).to(device=T.device, dtype=torch.int64)
     marg = torch.empty(B, K, S, dtype=torch.float64, device=T.device)  # p(s_t), no observations
@@ -174,8 +176,6 @@ def recent_filter(T: Tensor, E: Tensor, obs: Tensor, window: int, init: Tensor |
         marg[:, t] = (marg[:, t - 1].unsqueeze(1) @ T).squeeze(1)
     if window == 0:
         out = marg
-    elif window >= K:
-        out = post
     else:
         starts = torch.arange(K - window + 1, device=T.device)  # windows ending at t = window-1..K-1
         idx = starts.unsqueeze(1) + torch.arange(window, device=T.device)  # (n, window)
