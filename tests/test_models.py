@@ -142,3 +142,37 @@ def test_feature_adapter(arch):
         model(torch.randn(2, 12, 4))
     with pytest.raises(ValueError, match="tied head"):
         ModelConfig(arch=arch, vocab_size=10, n_features=5, answer_tokens=(1, 2))
+
+
+def test_rotary_scores_depend_on_the_offset_only():
+    from bwt_lite.models.transformer import rotary
+    g = gen()
+    q, k = torch.randn(1, 1, 1, 16, generator=g, dtype=torch.float64), torch.randn(1, 1, 1, 16, generator=g, dtype=torch.float64)
+    T = 12
+    rq, rk = rotary(q.expand(1, 1, T, 16)), rotary(k.expand(1, 1, T, 16))
+    scores = (rq @ rk.transpose(-2, -1))[0, 0]  # (T, T): the same q and k placed at every position
+    assert torch.allclose(rq.norm(dim=-1), q.norm().expand(1, 1, T), rtol=0, atol=1e-12)  # a rotation keeps lengths
+    for offset in range(T):
+        diag = scores.diagonal(-offset)  # query at t, key at t - offset
+        assert torch.allclose(diag, diag[0].expand_as(diag), rtol=0, atol=1e-12)
+    assert torch.allclose(scores[0, 0], (q * k).sum())  # position 0 is not rotated
+    assert not torch.allclose(scores.diagonal(-1)[0], scores[0, 0])
+
+
+def test_rope_model_config_and_key():
+    preset = get_preset("hmm", "transformer", "lite")
+    assert "rope" not in preset.model.to_dict()  # the default is left out: shipped keys are unchanged
+    cfg = ModelConfig(**{**SMALL, "rope": True})
+    assert cfg.to_dict()["rope"] is True and ModelConfig.from_dict(cfg.to_dict()) == cfg
+    model = build_model(cfg)
+    plain = build_model(ModelConfig(**SMALL))
+    plain.load_state_dict(model.state_dict())  # no new weights: the same parameters, rotated scores
+    x = Bijection().sample(2, gen()).inputs
+    assert model(x).shape == plain(x).shape and not torch.allclose(model(x), plain(x))
+    y = x.clone()
+    y[:, 20:] = (y[:, 20:] + 1) % 40
+    assert torch.allclose(model(x)[:, :20], model(y)[:, :20], atol=1e-6)  # still causal
+    with pytest.raises(ValueError, match="rope"):
+        build_model(ModelConfig(arch="mlp", **{**SMALL, "rope": True}))
+    with pytest.raises(ValueError, match="even head dimension"):
+        build_model(ModelConfig(**{**SMALL, "d_model": 36, "n_heads": 4, "rope": True}))

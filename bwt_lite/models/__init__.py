@@ -19,6 +19,8 @@ ARCHS: tuple[str, ...] = tuple(BACKBONES)
 def build_model(cfg: ModelConfig) -> WindTunnelModel:
     """Build the model a config describes (weights freshly initialised)."""
     check_choice("arch", cfg.arch, ARCHS)
+    if cfg.rope and cfg.arch != "transformer":
+        raise ValueError(f"rope (rotary positions in attention) is for the transformer, not arch={cfg.arch!r}")
     return WindTunnelModel(cfg, BACKBONES[cfg.arch](cfg))
 
 

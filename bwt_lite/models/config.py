@@ -18,6 +18,7 @@ class ModelConfig:
     answer_tokens: tuple[int, ...] | None = None  # tied head over these token ids; None: linear head
     n_outputs: int = 0  # outputs of a linear head (used when answer_tokens is None)
     norm_eps: float = 1e-5  # RMSNorm / LayerNorm epsilon
+    rope: bool = False  # transformer only: rotary positions in attention, on top of the learned table
 
     def __post_init__(self) -> None:
         if self.answer_tokens is not None and self.n_features > 0:
@@ -39,6 +40,8 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if not d["rope"]:  # added later: left out at its default, so older presets keep their keys
+            del d["rope"]
         if d["answer_tokens"] is not None:
             d["answer_tokens"] = list(d["answer_tokens"])
         return d

@@ -3,6 +3,9 @@
 Pre-norm blocks: RMSNorm -> causal multi-head attention (q/k/v/o without bias) -> residual,
 RMSNorm -> MLP (d -> 4d -> d, GELU, biases) -> residual. ``head_mask`` (n_layers, n_heads)
 multiplies attention weights (zero-ablation); ``bypass`` is a set of block indices to skip.
+With ``cfg.rope`` the queries and keys are rotated by their position (rotary embedding, base
+10,000, over the whole head), so a head can attend by relative offset ("two tokens back") at any
+position; ``hook_q`` and ``hook_k`` then hold the rotated vectors, whose dot products are the scores.
 """
 from __future__ import annotations
 
@@ -26,12 +29,28 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+def rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
+    """Rotate (B, H, T, dh) queries or keys by position: pairs (i, i + dh/2) turn by t * base^(-2i/dh)."""
+    T, dh = x.shape[-2], x.shape[-1]
+    if dh % 2:
+        raise ValueError(f"rotary positions need an even head dimension, got {dh}")
+    dt = torch.float64 if x.dtype == torch.float64 else torch.float32
+    inv = base ** (-torch.arange(0, dh // 2, device=x.device, dtype=dt) * 2 / dh)
+    angle = torch.arange(T, device=x.device, dtype=dt)[:, None] * inv  # (T, dh/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    a, b = x[..., : dh // 2], x[..., dh // 2:]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         if cfg.d_model % cfg.n_heads:
             raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
         self.n_heads, self.d_head = cfg.n_heads, cfg.d_model // cfg.n_heads
+        if cfg.rope and self.d_head % 2:
+            raise ValueError(f"rope needs an even head dimension, got d_model / n_heads = {self.d_head}")
+        self.rope = cfg.rope
         self.q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.v = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -47,8 +66,10 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, head_mask: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
-        q = self.hook_q(self.split(self.q(x)))
-        k = self.hook_k(self.split(self.k(x)))
+        q, k = self.split(self.q(x)), self.split(self.k(x))
+        if self.rope:
+            q, k = rotary(q), rotary(k)
+        q, k = self.hook_q(q), self.hook_k(k)
         v = self.hook_v(self.split(self.v(x)))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
