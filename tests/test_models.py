@@ -176,3 +176,12 @@ def test_rope_model_config_and_key():
         build_model(ModelConfig(arch="mlp", **{**SMALL, "rope": True}))
     with pytest.raises(ValueError, match="even head dimension"):
         build_model(ModelConfig(**{**SMALL, "d_model": 36, "n_heads": 4, "rope": True}))
+
+
+def test_rope_model_trains_after_inference_mode():
+    model = build_model(ModelConfig(**{**SMALL, "rope": True, "n_positions": 41}))
+    x = Bijection().sample(2, gen()).inputs[:, :41 - 2]  # a length no other test uses: a fresh rotation
+    with torch.inference_mode():
+        model(x)
+    model(x).sum().backward()  # the cached rotation is usable outside inference mode
+    assert model.backbone.blocks[0].attn.q.weight.grad is not None

@@ -9,6 +9,7 @@ position; ``hook_q`` and ``hook_k`` then hold the rotated vectors, whose dot pro
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -29,15 +30,24 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+@functools.lru_cache(maxsize=32)
+def _rotation(T: int, dh: int, base: float, device: torch.device, dtype: torch.dtype
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin (T, dh/2) of the angles t * base^(-2i/dh), computed once per shape (as ordinary
+    tensors even when first asked for under inference mode, so training can reuse them)."""
+    dt = torch.float64 if dtype == torch.float64 else torch.float32
+    with torch.inference_mode(False), torch.no_grad():
+        inv = base ** (-torch.arange(0, dh // 2, device=device, dtype=dt) * 2 / dh)
+        angle = torch.arange(T, device=device, dtype=dt)[:, None] * inv
+        return angle.cos().to(dtype), angle.sin().to(dtype)
+
+
 def rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
     """Rotate (B, H, T, dh) queries or keys by position: pairs (i, i + dh/2) turn by t * base^(-2i/dh)."""
     T, dh = x.shape[-2], x.shape[-1]
     if dh % 2:
         raise ValueError(f"rotary positions need an even head dimension, got {dh}")
-    dt = torch.float64 if x.dtype == torch.float64 else torch.float32
-    inv = base ** (-torch.arange(0, dh // 2, device=x.device, dtype=dt) * 2 / dh)
-    angle = torch.arange(T, device=x.device, dtype=dt)[:, None] * inv  # (T, dh/2)
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    cos, sin = _rotation(T, dh, base, x.device, x.dtype)
     a, b = x[..., : dh // 2], x[..., dh // 2:]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
