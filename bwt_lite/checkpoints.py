@@ -199,6 +199,8 @@ def save_train_state(directory: Path, state: TrainState) -> None:
             else:
                 opt_state.setdefault(str(pid), {})[name] = value
     tensors["generator"] = state.generator.cpu().contiguous()
+    for k, v in (state.average or {}).items():
+        tensors[f"average.{k}"] = v.detach().cpu().contiguous()
     blob = st_save(tensors)
     meta = {"step": state.step, "history": state.history, "elapsed_s": state.elapsed_s,
             "param_groups": state.optimizer["param_groups"], "opt_scalars": opt_state, "scaler": state.scaler,
@@ -234,6 +236,7 @@ def load_train_state(directory: Path) -> TrainState | None:
             history=meta["history"],
             elapsed_s=meta["elapsed_s"],
             scaler=meta.get("scaler"),
+            average={k[len("average."):]: v for k, v in tensors.items() if k.startswith("average.")} or None,
         )
     return None
 

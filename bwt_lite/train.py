@@ -11,6 +11,7 @@ a :class:`TrainConfig` (they do not change the recipe, so they do not change a c
 """
 from __future__ import annotations
 
+import copy
 import math
 import sys
 import time
@@ -44,6 +45,7 @@ class TrainConfig:
     seed: int = 0  # model init and the training episode stream
     eval_every: int = 1_000  # steps between evaluations during training
     eval_episodes: int = 512  # held-out episodes per evaluation during training
+    ema: float = 0.0  # decay of a moving average of the weights, evaluated and saved (0: off, the raw weights)
 
     def __post_init__(self) -> None:
         check_choice("target", self.target, TARGET_MODES)
@@ -52,9 +54,14 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.warmup_steps < 0 or self.lr <= 0:
             raise ValueError("warmup_steps must be >= 0 and lr > 0")
+        if not 0.0 <= self.ema < 1.0:
+            raise ValueError(f"ema must be in [0, 1) (0: no weight average), got {self.ema}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["ema"]:  # added later: left out when off, so older presets keep their keys
+            del d["ema"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
@@ -128,6 +135,7 @@ class TrainState:
     history: list[dict[str, float]] = field(default_factory=list)
     elapsed_s: float = 0.0  # training wall time so far
     scaler: dict[str, Any] | None = None  # float16 gradient-scaler state (None without fp16 autocast)
+    average: dict[str, torch.Tensor] | None = None  # the weight average (TrainConfig.ema > 0), else None
 
 
 def fit(
@@ -154,6 +162,11 @@ def fit(
     part of the preset). With ``log``, a line with steps/s and the time left is written at every
     evaluation and, without a progress bar, at least every ``log_every_s`` seconds. ``stop`` is asked
     after every evaluation (for benchmarks: time to a target); when it says True, training ends early.
+
+    With ``cfg.ema > 0`` a moving average of the weights follows the training (after every step,
+    ``avg += (1 - ema) * (weights - avg)``, starting from the initial weights, whose share after n
+    steps is ``ema**n``): it is what the evaluations score and what is returned, while the raw
+    weights (in the state, for resuming) train on unchanged, so the run itself is the same.
     """
     device = resolve_device(device)
     dtype = amp_dtype(amp, device)
@@ -171,6 +184,14 @@ def fit(
         if scaler is not None and resume.scaler is not None:
             scaler.load_state_dict(resume.scaler)
         state = TrainState(resume.step, {}, {}, resume.generator, list(resume.history), resume.elapsed_s)
+    average = None
+    if cfg.ema:
+        average = copy.deepcopy(model).requires_grad_(False)
+        if resume is not None:
+            if resume.average is None:
+                raise ValueError("this training state has no weight average, but the config asks for one (ema)")
+            average.load_state_dict(resume.average)
+    scored = model if average is None else average
     bar = _progress(cfg.steps, state.step, progress, desc)
     meter = Throughput(cfg.steps, state.step)
     model.train()
@@ -182,12 +203,16 @@ def fit(
     for step in range(state.step, cfg.steps):
         loss = train_step(forward, model, opt, tunnel.sample(cfg.batch_size, gen), cfg, step,
                           device=device, dtype=dtype, scaler=scaler)
+        if average is not None:
+            with torch.no_grad():
+                torch._foreach_lerp_(list(average.parameters()), [p.detach() for p in model.parameters()],
+                                     1.0 - cfg.ema)
         finite = torch.isfinite(loss.detach())
         loss_sum += torch.where(finite, loss.detach().double(), 0.0)
         loss_n += finite
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
-            res = evaluate(model, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
+            res = evaluate(scored, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
             model.train()
             n = loss_n.item()
             row = {"step": done, "loss": (loss_sum / loss_n).item() if n else math.nan,
@@ -214,14 +239,14 @@ def fit(
         if bar is not None:
             bar.update(1)
         if on_checkpoint is not None and (done % ckpt_every == 0 or done == cfg.steps):
-            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler))
+            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average))
         if stopped:
             break
     if bar is not None:
         bar.close()
     model.eval()
     final = done if stopped else max(cfg.steps, state.step)
-    return model, _snapshot(final, model, opt, gen, state, t0, scaler)
+    return scored.eval(), _snapshot(final, model, opt, gen, state, t0, scaler, average)
 
 
 def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt: torch.optim.Optimizer,
@@ -254,11 +279,14 @@ def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt
 
 
 def _snapshot(step: int, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,
-              state: TrainState, t0: float, scaler: Any | None = None) -> TrainState:
+              state: TrainState, t0: float, scaler: Any | None = None,
+              average: WindTunnelModel | None = None) -> TrainState:
     return TrainState(step=step, model={k: v.detach().clone() for k, v in model.state_dict().items()},
                       optimizer=opt.state_dict(), generator=gen.get_state(), history=list(state.history),
                       elapsed_s=state.elapsed_s + time.perf_counter() - t0,
-                      scaler=None if scaler is None else dict(scaler.state_dict()))
+                      scaler=None if scaler is None else dict(scaler.state_dict()),
+                      average=None if average is None else {k: v.detach().clone()
+                                                            for k, v in average.state_dict().items()})
 
 
 def format_duration(seconds: float) -> str:

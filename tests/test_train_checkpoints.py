@@ -181,3 +181,53 @@ def test_sigkill_while_writing_a_state_resumes_from_the_last_complete_one(isolat
     model, meta = load_checkpoint(checkpoint_dir(p), p)
     assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), model.state_dict().values()))
     assert meta["train_steps"] == 12 and not resume.exists()
+
+
+def test_weight_average_follows_the_unchanged_run():
+    from bwt_lite.train import init_model, make_optimizer, train_step
+    from bwt_lite.tunnels import make_tunnel
+    p, plain = tiny(ema=0.8), tiny()
+    assert "ema" not in plain.train.to_dict() and plain.key() != p.key()  # off: left out of the key
+    avg, state = fit(p.tunnel, p.model, p.train, progress=False)
+    raw, raw_state = fit(plain.tunnel, plain.model, plain.train, progress=False)
+    # the raw weights train exactly as without the average; the returned model is the average
+    assert all(torch.equal(state.model[k], v) for k, v in raw.state_dict().items())
+    assert all(torch.equal(state.average[k], v) for k, v in avg.state_dict().items())
+    # the average, recomputed by hand from the same steps
+    model = init_model(p.model, p.train.seed)
+    opt, gen, tunnel = make_optimizer(model, p.train), torch.Generator().manual_seed(p.train.seed), make_tunnel(**p.tunnel)
+    expect = {k: v.detach().clone() for k, v in model.named_parameters()}
+    for step in range(p.train.steps):
+        train_step(model, model, opt, tunnel.sample(p.train.batch_size, gen), p.train, step, device=torch.device("cpu"))
+        for k, v in model.named_parameters():
+            expect[k] = 0.8 * expect[k] + 0.2 * v.detach()
+    for k, v in avg.named_parameters():
+        assert torch.allclose(v, expect[k], rtol=1e-5, atol=1e-7), k
+        assert not torch.equal(v, state.model[k]), k
+    # the evaluations during training score the average, not the raw weights
+    assert [r["entropy_mae_bits"] for r in state.history] != [r["entropy_mae_bits"] for r in raw_state.history]
+    with pytest.raises(ValueError, match="ema must be in"):
+        TrainConfig(ema=1.0)
+
+
+def test_interrupted_training_with_a_weight_average_resumes_exactly(isolated_cache):
+    p = tiny(ema=0.9)
+    full, _ = fit(p.tunnel, p.model, p.train, progress=False)
+    directory = checkpoint_dir(p)
+
+    class Killed(Exception):
+        pass
+
+    def save_then_die(state):
+        save_train_state(directory, state)
+        if state.step == 8:
+            raise Killed
+
+    with pytest.raises(Killed):
+        fit(p.tunnel, p.model, p.train, progress=False, on_checkpoint=save_then_die, ckpt_every=4)
+    assert load_train_state(directory).average is not None
+    resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=lambda _: None)
+    assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), resumed.state_dict().values()))
+    with pytest.raises(ValueError, match="no weight average"):  # a state saved without one
+        fit(p.tunnel, p.model, p.train, progress=False,
+            resume=fit(tiny(steps=4).tunnel, p.model, tiny(steps=4).train, progress=False)[1])
