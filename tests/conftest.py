@@ -31,3 +31,26 @@ def gen(seed: int = 0) -> torch.Generator:
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class Killed(Exception):
+    """Raised by :func:`fit_until_killed` to stop a run as a kill would."""
+
+
+def fit_until_killed(preset, at_step: int, ckpt_every: int = 4, **fit_kwargs):
+    """Train ``preset`` into its cache directory, saving a state every ``ckpt_every`` steps, and die
+    right after the state of step ``at_step`` is written; returns the directory."""
+    from bwt_lite.checkpoints import checkpoint_dir, save_train_state
+    from bwt_lite.train import fit
+
+    directory = checkpoint_dir(preset)
+
+    def save_then_die(state):
+        save_train_state(directory, state)
+        if state.step == at_step:
+            raise Killed
+
+    with pytest.raises(Killed):
+        fit(preset.tunnel, preset.model, preset.train, progress=False, on_checkpoint=save_then_die,
+            ckpt_every=ckpt_every, **fit_kwargs)
+    return directory

@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from bwt_lite import checkpoints, device
-from bwt_lite.checkpoints import cache_dir, checkpoint_dir, load_train_state, save_train_state, train_and_save
+from bwt_lite.checkpoints import cache_dir, load_train_state, train_and_save
 from bwt_lite.device import amp_dtype, resolve_device
 from bwt_lite.presets import get_preset
 from bwt_lite.train import Throughput, fit, format_duration
+from conftest import fit_until_killed
 
 
 def tiny(**kw):
@@ -73,18 +74,7 @@ def test_mixed_precision_trains_and_keeps_fp32_weights(amp):
 def test_fp16_run_resumes_exactly_with_its_scaler_state(isolated_cache):
     p = tiny(steps=12)
     full, _ = fit(p.tunnel, p.model, p.train, progress=False, amp="fp16")
-    directory = checkpoint_dir(p)
-
-    class Killed(Exception):
-        pass
-
-    def save_then_die(state):
-        save_train_state(directory, state)
-        if state.step == 8:
-            raise Killed
-
-    with pytest.raises(Killed):
-        fit(p.tunnel, p.model, p.train, progress=False, amp="fp16", on_checkpoint=save_then_die, ckpt_every=4)
+    directory = fit_until_killed(p, 8, amp="fp16")
     assert load_train_state(directory).scaler is not None
     resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=lambda _: None, amp="fp16")
     assert same_weights(full, resumed)

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from bwt_lite.checkpoints import (CheckpointError, checkpoint_dir, load_checkpoint, load_or_train,
-                                  load_train_state, save_train_state, train_and_save)
+                                  load_train_state, train_and_save)
 from bwt_lite.presets import get_preset
 from bwt_lite.train import TrainConfig, fit, lr_at
+from conftest import fit_until_killed
 
 
 def tiny(arch="transformer", **kw):
@@ -44,19 +45,7 @@ def test_same_seed_same_model():
 def test_interrupted_training_resumes_to_the_same_result(isolated_cache):
     p = tiny()
     full, _ = fit(p.tunnel, p.model, p.train, progress=False)
-
-    class Killed(Exception):
-        pass
-
-    directory = checkpoint_dir(p)
-
-    def save_then_die(state):
-        save_train_state(directory, state)
-        if state.step == 8:
-            raise Killed
-
-    with pytest.raises(Killed):
-        fit(p.tunnel, p.model, p.train, progress=False, on_checkpoint=save_then_die, ckpt_every=4)
+    directory = fit_until_killed(p, 8)
     assert load_train_state(directory).step == 8
     logs = []
     resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=logs.append)
@@ -213,18 +202,7 @@ def test_weight_average_follows_the_unchanged_run():
 def test_interrupted_training_with_a_weight_average_resumes_exactly(isolated_cache):
     p = tiny(ema=0.9)
     full, _ = fit(p.tunnel, p.model, p.train, progress=False)
-    directory = checkpoint_dir(p)
-
-    class Killed(Exception):
-        pass
-
-    def save_then_die(state):
-        save_train_state(directory, state)
-        if state.step == 8:
-            raise Killed
-
-    with pytest.raises(Killed):
-        fit(p.tunnel, p.model, p.train, progress=False, on_checkpoint=save_then_die, ckpt_every=4)
+    directory = fit_until_killed(p, 8)
     assert load_train_state(directory).average is not None
     resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=lambda _: None)
     assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), resumed.state_dict().values()))
