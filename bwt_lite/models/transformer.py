@@ -43,10 +43,9 @@ def _rotation(T: int, dh: int, base: float, device: torch.device, dtype: torch.d
 
 
 def rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
-    """Rotate (B, H, T, dh) queries or keys by position: pairs (i, i + dh/2) turn by t * base^(-2i/dh)."""
+    """Rotate (B, H, T, dh) queries or keys by position: pairs (i, i + dh/2) turn by t * base^(-2i/dh).
+    ``dh`` must be even (:class:`Attention` checks it when the model is built)."""
     T, dh = x.shape[-2], x.shape[-1]
-    if dh % 2:
-        raise ValueError(f"rotary positions need an even head dimension, got {dh}")
     cos, sin = _rotation(T, dh, base, x.device, x.dtype)
     a, b = x[..., : dh // 2], x[..., dh // 2:]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
