@@ -236,12 +236,19 @@ LITE_TARGETS: dict[str, tuple[str, str, float]] = {
 }
 
 
-def lite_target_status(tunnel: str, result: Any) -> str:
-    """One line: does an evaluation result (an EvalResult) meet the lite transformer's target?"""
+def meets_lite_target(tunnel: str, result: Any) -> bool:
+    """Does an evaluation result (an EvalResult) meet the lite transformer's target (LITE_TARGETS)?"""
     check_choice("tunnel", tunnel, sorted(LITE_TARGETS))
     metric, kind, target = LITE_TARGETS[tunnel]
     value = getattr(result, metric)
-    met = value <= target if kind == "max" else value >= target
+    return value <= target if kind == "max" else value >= target
+
+
+def lite_target_status(tunnel: str, result: Any) -> str:
+    """One line: does an evaluation result (an EvalResult) meet the lite transformer's target?"""
+    met = meets_lite_target(tunnel, result)
+    metric, kind, target = LITE_TARGETS[tunnel]
+    value = getattr(result, metric)
     line = f"{metric} {value:.4f} {'meets' if met else 'misses'} the lite target ({'<=' if kind == 'max' else '>='} {target})"
     if not met:
         line += "; this is a lite model on a CPU budget: the paper preset on a GPU is the way to go further"
