@@ -78,8 +78,11 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
                                   eval_every=1_000),
     ("transformer", "lite"): TrainConfig(steps=10_000, batch_size=64, lr=2e-3, weight_decay=0.01,
                                          warmup_steps=200, eval_every=500),
-    ("mlp", "lite"): TrainConfig(steps=1_000, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
-                                 eval_every=100),
+    # The MLP control cannot mix positions, so it is done learning early: the 1,000-step controls were
+    # flat on held-out episodes from the first evaluation at step 100 (entropy MAE, bits, step 100 ->
+    # 1,000: bijection 1.106 -> 1.107, HMM 0.413 -> 0.413, recall 2.258 -> 2.259). 300 steps, 3x that.
+    ("mlp", "lite"): TrainConfig(steps=300, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
+                                 eval_every=50),
     ("lstm", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
     ("mamba", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
     # Lite LSTM and Mamba: smaller batches than the transformer's, because a step costs more on a CPU
@@ -134,7 +137,9 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
                                                        warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
                                                        target="soft", ema=0.99),
     # the controls train on the same soft targets as the transformer they are compared with
-    ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], target="soft"),
+    # the regression control still improves slowly (held-out KL 1.170 bits at step 100, 1.131 at 1,000)
+    # and a step is cheap (0.6 min for the run): it keeps 1,000 steps
+    ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], steps=1_000, eval_every=100, target="soft"),
     ("regression", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], target="soft"),
     ("regression", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], target="soft"),
 }
