@@ -46,6 +46,7 @@ class TrainConfig:
     eval_every: int = 1_000  # steps between evaluations during training
     eval_episodes: int = 512  # held-out episodes per evaluation during training
     ema: float = 0.0  # decay of a moving average of the weights, evaluated and saved (0: off, the raw weights)
+    decay_steps: int = 0  # length of the warmup + cosine schedule (0: steps); more than steps stops before its end
 
     def __post_init__(self) -> None:
         check_choice("target", self.target, TARGET_MODES)
@@ -56,11 +57,15 @@ class TrainConfig:
             raise ValueError("warmup_steps must be >= 0 and lr > 0")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError(f"ema must be in [0, 1) (0: no weight average), got {self.ema}")
+        if self.decay_steps and self.decay_steps <= self.warmup_steps:
+            raise ValueError(f"decay_steps must be 0 (the schedule spans steps) or more than warmup_steps "
+                             f"({self.warmup_steps}), got {self.decay_steps}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if not d["ema"]:  # added later: left out when off, so older presets keep their keys
-            del d["ema"]
+        for name in ("ema", "decay_steps"):  # added later: left out when off, so older presets keep their keys
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -72,10 +77,11 @@ class TrainConfig:
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Learning rate for optimizer step ``step`` (0-based): linear warmup, then cosine."""
+    """Learning rate for optimizer step ``step`` (0-based): linear warmup, then cosine to the floor at
+    ``cfg.decay_steps`` (0: at ``cfg.steps``; a longer schedule is stopped before its end)."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
-    decay = max(cfg.steps - cfg.warmup_steps, 1)
+    decay = max((cfg.decay_steps or cfg.steps) - cfg.warmup_steps, 1)
     progress = min((step - cfg.warmup_steps) / decay, 1.0)
     floor = cfg.min_lr_ratio * cfg.lr
     return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))

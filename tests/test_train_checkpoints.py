@@ -29,6 +29,22 @@ def test_lr_schedule_warmup_then_cosine_to_zero():
     assert lr_at(100, cfg) == pytest.approx(0.0, abs=1e-12)
 
 
+def test_a_longer_schedule_stopped_early_is_the_same_run_cut_short():
+    long, cut = tiny(steps=16), tiny(steps=8, decay_steps=16)
+    assert [lr_at(s, cut.train) for s in range(8)] == [lr_at(s, long.train) for s in range(8)]
+    assert lr_at(8, cut.train) > lr_at(8, tiny(steps=8).train)  # not the cosine of an 8-step run
+    assert "decay_steps" in cut.train.to_dict() and "decay_steps" not in long.train.to_dict()
+    assert TrainConfig.from_dict(cut.train.to_dict()) == cut.train
+    def rows(state):  # the history without its wall times
+        return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in state.history if r["step"] <= 8]
+
+    _, s_long = fit(long.tunnel, long.model, long.train, progress=False)
+    _, s_cut = fit(cut.tunnel, cut.model, cut.train, progress=False)
+    assert len(rows(s_cut)) == 2 and rows(s_cut) == rows(s_long)
+    with pytest.raises(ValueError, match="decay_steps must be 0"):
+        TrainConfig(warmup_steps=10, decay_steps=10)
+
+
 def test_train_config_rejects_unknown_target():
     with pytest.raises(ValueError, match="unknown target 'hard'; allowed: sampled, soft"):
         TrainConfig(target="hard")
