@@ -61,6 +61,11 @@ class TrainConfig:
             raise ValueError(f"decay_steps must be 0 (the schedule spans steps) or more than warmup_steps "
                              f"({self.warmup_steps}), got {self.decay_steps}")
 
+    @property
+    def schedule_steps(self) -> int:
+        """Steps over which the warmup + cosine schedule runs to its floor (``decay_steps`` or ``steps``)."""
+        return self.decay_steps or self.steps
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for name in ("ema", "decay_steps"):  # added later: left out when off, so older presets keep their keys
@@ -81,7 +86,7 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     ``cfg.decay_steps`` (0: at ``cfg.steps``; a longer schedule is stopped before its end)."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
-    decay = max((cfg.decay_steps or cfg.steps) - cfg.warmup_steps, 1)
+    decay = max(cfg.schedule_steps - cfg.warmup_steps, 1)
     progress = min((step - cfg.warmup_steps) / decay, 1.0)
     floor = cfg.min_lr_ratio * cfg.lr
     return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))

@@ -35,6 +35,7 @@ def test_a_longer_schedule_stopped_early_is_the_same_run_cut_short():
     assert lr_at(8, cut.train) > lr_at(8, tiny(steps=8).train)  # not the cosine of an 8-step run
     assert "decay_steps" in cut.train.to_dict() and "decay_steps" not in long.train.to_dict()
     assert TrainConfig.from_dict(cut.train.to_dict()) == cut.train
+
     def rows(state):  # the history without its wall times
         return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in state.history if r["step"] <= 8]
 
