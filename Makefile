@@ -7,7 +7,17 @@ STAMP := $(VENV)/.bwt-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: venv book test bench notebooks clean constraints
+.PHONY: venv book test bench notebooks stress links release clean constraints
+
+# Seconds one notebook cell may run in tests and in the book build before it fails: the slowest
+# chapter cell takes under two minutes on 2 CPU cores, so a stalled kernel fails within minutes.
+CELL_TIMEOUT := 300
+
+# $(call timed,COMMAND,NAME): run COMMAND and record its wall time and exit code in
+# _build/timings/NAME.json (read by `bwt bench`).
+timed = @mkdir -p _build/timings; start=$$(date +%s); $(1); rc=$$?; \
+	printf '{"seconds": %d, "exit_code": %d, "finished": "%s"}\n' $$(( $$(date +%s) - start )) $$rc \
+	"$$(date -u +%FT%TZ)" > _build/timings/$(2).json; exit $$rc
 
 venv: $(STAMP)
 
@@ -16,12 +26,28 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt -e .
 	touch $(STAMP)
 
+# The book is executed through Jupyter Book's execution cache (_build/.jupyter_cache): a rebuild of
+# unchanged chapters takes seconds. The cache is keyed by the notebooks' code only, so it is dropped
+# whenever the package, the pinned versions or the build config change (the stamp below).
+# A cell that runs longer than _config.yml's execute.timeout fails the build (a stalled kernel
+# included), and tests/check_book.py then checks that every chapter really executed.
+BOOK_INPUTS := $(shell find bwt_lite -name '*.py' -o -name '*.json' -o -name '*.safetensors' | sort) \
+	constraints.txt _config.yml
 book: venv
-	$(BIN)/jupyter-book build . -W --keep-going
+	@mkdir -p _build
+	@cat $(BOOK_INPUTS) | sha256sum | cut -c1-16 > _build/.inputs.new
+	@cmp -s _build/.inputs.new _build/.inputs || { rm -rf _build/.jupyter_cache; echo "package or config changed: chapters re-execute"; }
+	@mv _build/.inputs.new _build/.inputs
+	$(call timed,$(BIN)/jupyter-book build . -W --keep-going && $(BIN)/python tests/check_book.py,book)
+
+# Stress check for kernel stalls: execute every chapter N times in a row (fails on the first timeout).
+N ?= 3
+stress: venv
+	BWT_CACHE_DIR=$$(mktemp -d) $(BIN)/python tests/stress_notebooks.py --repeat $(N) $(NB)
 
 test: venv
-	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env \
-	    --nbval-cell-timeout=900 --nbval-sanitize-with tests/sanitize.cfg
+	$(call timed,$(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env \
+	    --nbval-cell-timeout=$(CELL_TIMEOUT) --durations=10 --nbval-sanitize-with tests/sanitize.cfg,test)
 
 bench: venv
 	$(BIN)/bwt bench
@@ -38,11 +64,22 @@ from nbclient import NotebookClient
 for path in sys.argv[1:]:
     nb = nbformat.read(path, as_version=4)
     t0 = time.time()
-    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": "chapters"}}).execute()
+    NotebookClient(nb, timeout=$(CELL_TIMEOUT), kernel_name="python3", resources={"metadata": {"path": "chapters"}}).execute()
     nbformat.write(nb, path)
     print(f"executed {path} in {time.time() - t0:.0f} s")
 endef
 export EXECUTE_NOTEBOOKS
+
+# Maintainers: where the book and package are published is one setting, repository.url in
+# _config.yml; `make links` rewrites the chapters' Colab badges and install cells from it.
+links: venv
+	$(BIN)/python -m bwt_lite.release links
+
+# Maintainers: build a release into dist/: the wheel (with the shipped lite checkpoints), the
+# paper checkpoints found in the cache and dist/registry.json with their SHA-256. It prints what
+# remains to do outside this machine (push the version tag, upload the assets).
+release: venv
+	$(BIN)/python -m bwt_lite.release build
 
 # Re-pin the tested versions after changing requirements.txt (run inside a working venv).
 constraints: venv

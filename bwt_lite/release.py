@@ -1,0 +1,189 @@
+"""Publishing (maintainers): where the book and the package live, and what a release builds.
+
+One setting says where everything is published: ``repository.url`` in ``_config.yml``. Jupyter
+Book's Colab launch buttons read it directly; the chapters' "Open in Colab" badges and install cells
+are written from it by :func:`sync_links` (``make links``), and a test fails when they drift. So
+moving the repository is a one-line change followed by ``make links``.
+
+A release (``make release``) builds into ``dist/``:
+
+- the wheel, checked to hold every shipped lite checkpoint (:func:`build_wheel`);
+- for every paper preset with a finished checkpoint in the cache, its two files under
+  ``dist/paper-checkpoints/<preset>/`` and a ``registry.json`` with their URLs (the release's assets
+  on the repository), SHA-256 and sizes, ready for :data:`bwt_lite.hosted.REGISTRY`
+  (:func:`paper_checkpoints`).
+
+What stays outside this machine: pushing the ``v<version>`` tag (the install cells install from it),
+uploading the paper checkpoints as that release's assets, and publishing the built book.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import asdict
+from pathlib import Path
+
+import yaml
+
+from . import __version__
+from .checkpoints import META, WEIGHTS, checkpoint_dir, find_checkpoint
+from .hosted import REGISTRY, registry_entry
+from .presets import get_preset, shipped_presets
+
+ROOT = Path(__file__).resolve().parents[1]  # the source checkout (releases are built from one)
+COLAB = "https://colab.research.google.com"
+CHAPTER_GLOB = "chapters/[0-9][0-9]_*.ipynb"
+
+# The two places in a chapter that name the repository (its first two cells).
+BADGE = re.compile(r"\(https://colab\.research\.google\.com/github/[^)\s]+\)")
+INSTALL = re.compile(r'"bwt-lite @ git\+[^"\s]+"')
+
+
+def repository_url(root: Path = ROOT) -> str:
+    """The one setting: ``repository.url`` of ``_config.yml``, without a trailing slash."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    url = str(config["repository"]["url"]).rstrip("/")
+    if not url.startswith("https://github.com/") or url.count("/") != 4:
+        raise ValueError(f"_config.yml repository.url must be https://github.com/OWNER/REPO, got {url!r}")
+    return url
+
+
+def install_spec(repo: str, version: str = __version__) -> str:
+    """What a chapter's install cell asks pip for: this repository at the book's version tag."""
+    return f"bwt-lite @ git+{repo}@v{version}"
+
+
+def colab_url(repo: str, notebook: str) -> str:
+    """The "Open in Colab" address of ``notebook`` (a path inside the repository)."""
+    return f"{COLAB}/github/{repo.removeprefix('https://github.com/')}/blob/main/{notebook}"
+
+
+def sync_links(root: Path = ROOT, *, write: bool = True) -> list[Path]:
+    """Rewrite every chapter's badge and install spec from the setting; the chapters that changed.
+
+    With ``write=False`` nothing is written: the result lists the chapters that are out of date.
+    """
+    repo = repository_url(root)
+    changed = []
+    for path in sorted(root.glob(CHAPTER_GLOB)):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(root).as_posix()
+        new_cells = []
+        for cell in nb["cells"]:
+            src = "".join(cell["source"])
+            src = BADGE.sub(f"({colab_url(repo, rel)})", src)
+            src = INSTALL.sub(f'"{install_spec(repo)}"', src)
+            new_cells.append(src.splitlines(keepends=True))
+        if new_cells != [cell["source"] if isinstance(cell["source"], list) else
+                         cell["source"].splitlines(keepends=True) for cell in nb["cells"]]:
+            changed.append(path)
+            if write:
+                for cell, src in zip(nb["cells"], new_cells):
+                    cell["source"] = src
+                path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed
+
+
+def build_wheel(dest: Path, root: Path = ROOT) -> Path:
+    """Build the package's wheel into ``dest`` and check that it holds every shipped checkpoint."""
+    dest.mkdir(parents=True, exist_ok=True)
+    before = set(dest.glob("*.whl"))
+    # No build isolation: the environment's setuptools (torch needs a recent one) builds it, so a
+    # release needs no download.
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+                    "--disable-pip-version-check", "-w", str(dest), str(root)], check=True)
+    wheels = sorted(set(dest.glob(f"bwt_lite-{__version__}-*.whl")) - before) or sorted(
+        dest.glob(f"bwt_lite-{__version__}-*.whl"))
+    if not wheels:
+        raise RuntimeError(f"pip wheel wrote no bwt_lite-{__version__} wheel into {dest}")
+    wheel = wheels[-1]
+    missing = missing_checkpoints(wheel)
+    if missing:
+        raise RuntimeError(f"{wheel.name} lacks shipped checkpoint files: {', '.join(missing)}")
+    return wheel
+
+
+def missing_checkpoints(wheel: Path) -> list[str]:
+    """Shipped checkpoint files (``bwt_lite/data/checkpoints/<name>/...``) that ``wheel`` does not hold."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    missing = []
+    for preset in shipped_presets():
+        folder = f"bwt_lite/data/checkpoints/{checkpoint_dir(preset, Path('.')).name}"
+        missing += [f"{folder}/{f}" for f in (WEIGHTS, META) if f"{folder}/{f}" not in names]
+    return missing
+
+
+def release_url(repo: str, version: str = __version__) -> str:
+    """Where a release's assets are downloaded from."""
+    return f"{repo}/releases/download/v{version}"
+
+
+def paper_checkpoints(dest: Path, root: Path = ROOT) -> dict[str, dict]:
+    """Copy every finished paper checkpoint in the cache to ``dest``; their registry entries by preset.
+
+    An asset is named ``<preset>.<file>`` (a release's assets live in one folder).
+    """
+    base = release_url(repository_url(root))
+    entries: dict[str, dict] = {}
+    for name in REGISTRY:
+        tunnel, arch = name.split("-")[:2]
+        target = "soft" if name.endswith("-soft") else None
+        preset = get_preset(tunnel, arch, "paper", **({"target": target} if target else {}))
+        found = find_checkpoint(preset)
+        if found is None or preset.name != name:
+            continue
+        out = dest / name
+        out.mkdir(parents=True, exist_ok=True)
+        for f in (WEIGHTS, META):
+            shutil.copyfile(found / f, out / f)
+        entry = registry_entry(out, base)
+        entries[name] = {
+            "key": entry.key,
+            "weights": {**asdict(entry.weights), "url": f"{base}/{name}.{WEIGHTS}"},
+            "meta": {**asdict(entry.meta), "url": f"{base}/{name}.{META}"},
+        }
+    return entries
+
+
+def release(dest: Path, root: Path = ROOT) -> dict:
+    """Everything a release needs, built into ``dest``; a summary of what was built."""
+    out_of_date = sync_links(root, write=False)
+    if out_of_date:
+        raise RuntimeError("chapters name another repository than _config.yml: run `make links` first "
+                           f"({', '.join(p.name for p in out_of_date)})")
+    wheel = build_wheel(dest, root)
+    entries = paper_checkpoints(dest / "paper-checkpoints", root)
+    (dest / "registry.json").write_text(json.dumps(entries, indent=1) + "\n")
+    return {"version": __version__, "wheel": str(wheel), "paper_checkpoints": sorted(entries),
+            "registry": str(dest / "registry.json"), "install_spec": install_spec(repository_url(root)),
+            "tag": f"v{__version__}"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bwt_lite.release", description="publishing (maintainers)")
+    ap.add_argument("action", choices=("links", "check-links", "build"))
+    ap.add_argument("--dest", type=Path, default=ROOT / "dist")
+    args = ap.parse_args(argv)
+    if args.action in ("links", "check-links"):
+        changed = sync_links(write=args.action == "links")
+        verb = "rewrote" if args.action == "links" else "out of date:"
+        print(f"{verb} {len(changed)} chapter(s) for {repository_url()}" +
+              "".join(f"\n  {p.relative_to(ROOT)}" for p in changed))
+        return 1 if changed and args.action == "check-links" else 0
+    summary = release(args.dest)
+    print(json.dumps(summary, indent=1))
+    print(f"built {Path(summary['wheel']).name}; {len(summary['paper_checkpoints'])} paper checkpoint(s).\n"
+          f"Outside this machine: push the tag {summary['tag']} (`git tag {summary['tag']} && git push origin "
+          f"{summary['tag']}`), upload dist/paper-checkpoints/*/ as that release's assets named "
+          f"<preset>.<file>, and paste dist/registry.json's entries into bwt_lite/hosted.py.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
