@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 from bwt_lite import checkpoints, reproduce
+from bwt_lite.baselines import baseline_names
 from bwt_lite.checkpoints import CheckpointError, load_checkpoint, train_and_save
 from bwt_lite.cli import main
 from bwt_lite.models import ARCHS
@@ -75,12 +76,22 @@ def test_thresholds_and_the_papers_pattern():
 
 
 def test_reproduce_rows_train_missing_then_load(tiny):
-    rows = reproduce.reproduce("lite", episodes=16, download=False, log=lambda _: None)
+    everything = reproduce.reproduce("lite", episodes=16, download=False, log=lambda _: None)
+    rows = [r for r in everything if r["kind"] == "model"]
     assert len(rows) == len(ARCHS) * 4 and len(tiny) == len(rows)  # every cell trained once (nothing cached)
     assert {(r["arch"], r["tunnel"]) for r in rows} == {(a, t) for a in ARCHS for t in reproduce.PRIMITIVE_TUNNELS}
+    bases = {t: {r["arch"]: r for r in everything if r["kind"] == "baseline" and r["tunnel"] == t}
+             for t in reproduce.PRIMITIVE_TUNNELS}
+    for t in reproduce.PRIMITIVE_TUNNELS:  # each tunnel's models, then its baselines
+        names = baseline_names(make_tunnel(**tiny_preset(t, "mlp").tunnel), reproduce.HMM_MAX_WINDOW)
+        assert [r["arch"] for r in everything if r["tunnel"] == t] == list(ARCHS) + names
+    assert list(bases["hmm"]) == [f"window-{w}" for w in range(5)]
     for r in rows:
         assert KEYS <= set(r) and r["scale"] == "lite" and r["train_steps"] == 2
-        assert r["realises"] == reproduce.realises(r["tunnel"], r)
+        assert r["episodes"] == 2 * 4 and r["train_time_s"] > 0  # steps x batch of the tiny preset
+        assert r["realises"] == reproduce.realises(r["tunnel"], r, bases[r["tunnel"]])
+        assert r["realises"] == (r["passes_threshold"] and r["beats_baselines"])
+        assert r["compared_with"] and set(r["compared_with"]) <= set(bases[r["tunnel"]])
         assert r["primitive"] == reproduce.PRIMITIVES[r["tunnel"]]
         assert (r["accuracy"] is None) == (r["tunnel"] == "regression")
         assert r["params"] == reproduce._count(tiny_preset(r["tunnel"], r["arch"]))
@@ -97,20 +108,40 @@ def test_reproduce_rows_train_missing_then_load(tiny):
     reproduce.reproduce("lite", retrain=True, episodes=16, download=False, archs=["lstm"], tunnels=["recall"],
                         log=lambda _: None)
     assert tiny[-1] == "recall-lstm-lite" and len(tiny) == len(rows) + 1
-    table = reproduce.format_primitives_table(rows)
+    table = reproduce.format_primitives_table(everything)
     assert "realised when: bijection entropy MAE <= 0.1 bits" in table and "recall accuracy >= 90%" in table
+    assert "each <= 0.5 x the strongest exact baseline" in table and "best of window-0, window-1, window-2" in table
     for arch in ARCHS:
         assert f"  {arch:<12} ours:" in table
+    assert table.count("  exact baseline") == sum(len(b) for b in bases.values())
+    assert reproduce.format_primitives_table(rows).count("exact baseline") == 1  # the legend only
+    only = reproduce.reproduce("lite", episodes=16, download=False, archs=["mlp"], tunnels=["bijection"],
+                               baseline_rows=False, log=lambda _: None)
+    assert [r["arch"] for r in only] == ["mlp"] and only[0]["compared_with"] == ["prior"]
 
 
 def test_cli_reproduce_json_and_table(tiny, capsys):
     assert main(["reproduce", "--json", "--episodes", "8", "--no-download", "--no-progress", "--device", "cpu"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     rows = [json.loads(line) for line in lines]
-    assert len(rows) == len(ARCHS) * 4 and all(KEYS <= set(r) for r in rows)
+    assert all(KEYS <= set(r) for r in rows)
+    models = [r for r in rows if r["kind"] == "model"]
+    base = {(r["tunnel"], r["arch"]): r for r in rows if r["kind"] == "baseline"}
+    assert len(models) == len(ARCHS) * 4
+    assert {"window-2", "reader-no-binding", "prior", "one-pair", "right-entropy"} == {a for _, a in base} - {
+        "window-0", "window-1", "window-3", "window-4"}
+    assert len(base) == 2 + 5 + 2 + 2
+    for r in base.values():
+        assert r["params"] == 0 and r["episodes"] == 0 and r["realises"] is None and r["paper_value"] is None
+        assert len(r["per_position"]["entropy_mae"]) == len(next(
+            m for m in models if m["tunnel"] == r["tunnel"])["per_position"]["entropy_mae"])
+    assert base[("bijection", "right-entropy")]["entropy_mae_bits"] < 1e-9
+    for m in models:
+        assert m["episodes"] == 8 and m["baseline_bars"]
     assert main(["reproduce", "--episodes", "8", "--no-download", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "transport" in out and "binding" in out and "realised when" in out
+    assert "exact baseline" in out and "reader-no-binding" in out and "window-2" in out
 
 
 def test_loading_into_the_wrong_architecture_or_scale_is_refused():

@@ -57,7 +57,7 @@ def test_reproduce_with_jobs_trains_in_the_pool_then_evaluates(monkeypatch):
                                                                           load_checkpoint(find_checkpoint(preset),
                                                                                           preset))[1])
     rows = reproduce.reproduce("lite", episodes=8, download=False, jobs=2, archs=["mlp", "mamba"],
-                               tunnels=["recall"], device="cpu", log=lambda _: None)
+                               tunnels=["recall"], device="cpu", log=lambda _: None, baseline_rows=False)
     assert calls == [False, False]  # both cells were trained by the pool and only loaded here
     assert [r["arch"] for r in rows] == ["mlp", "mamba"] and all(r["train_steps"] == 4 for r in rows)
     assert all(r["train_time_s"] > 0 for r in rows)
