@@ -5,7 +5,7 @@ its SHA-256 and its size in bytes. :func:`bwt_lite.checkpoints.load_or_train` ca
 :func:`fetch_checkpoint` when neither the cache nor the package has the checkpoint, before it would
 train. A download goes to a temporary folder inside the cache; pooch checks each file's SHA-256
 (and removes a file that does not match), then the checkpoint is loaded and verified as a whole
-(configuration key, weights hash) and only then moved into place, the JSON last. A tampered,
+(configuration key, sealed metadata, weights hash) and only then moved into place, the JSON last. A tampered,
 truncated or replaced file is refused with an error naming the preset and the expected hash, and
 nothing of it stays in the cache.
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .cache import prepare_root
 from .checkpoints import META, WEIGHTS, CheckpointError, cache_dir, checkpoint_dir, load_checkpoint, sha256_bytes
 from .presets import Preset
 
@@ -93,7 +94,7 @@ def fetch_checkpoint(preset: Preset, *, root: Path | None = None, log: Callable[
         raise ValueError(f"retries must be >= 1, got {retries}")
     root = cache_dir() if root is None else Path(root)
     target = checkpoint_dir(preset, root)
-    root.mkdir(parents=True, exist_ok=True)
+    prepare_root(root)  # created (and marked as a cache) if it does not exist
     staging = Path(tempfile.mkdtemp(dir=root, prefix=f".download-{target.name}-"))
     try:
         log(f"downloading {preset.name} ({(entry.weights.size + entry.meta.size) / 1e6:.1f} MB) "

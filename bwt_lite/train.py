@@ -3,7 +3,7 @@
 :func:`fit` knows nothing of files: it can start from a :class:`TrainState` and hands a state to
 ``on_checkpoint`` every ``ckpt_every`` steps, so :mod:`bwt_lite.checkpoints` can store and resume it
 (how often is not part of the configuration: it does not change the result).
-Two target modes (spec 1.8): ``"sampled"`` (cross-entropy against the sampled answer: the paper's
+Two target modes: ``"sampled"`` (cross-entropy against the sampled answer: the paper's
 claim and the default) and ``"soft"`` (cross-entropy against the exact posterior: same optimum,
 far less gradient noise; always labelled wherever its numbers appear).
 Device, mixed precision and ``torch.compile`` are keyword arguments of :func:`fit`, never part of
@@ -147,6 +147,10 @@ class TrainState:
     elapsed_s: float = 0.0  # training wall time so far
     scaler: dict[str, Any] | None = None  # float16 gradient-scaler state (None without fp16 autocast)
     average: dict[str, torch.Tensor] | None = None  # the weight average (TrainConfig.ema > 0), else None
+    # the logged loss is the mean over the steps since the last evaluation: its running sum and count
+    # (finite steps only) are state too, so a resumed run logs the same loss as an uninterrupted one
+    loss_sum: float = 0.0
+    loss_n: float = 0.0
 
 
 def fit(
@@ -208,8 +212,8 @@ def fit(
     model.train()
     t0 = time.perf_counter()
     # running sums of the loss stay on the device (no sync per step); non-finite fp16 steps are skipped
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-    loss_n = torch.zeros((), dtype=torch.float64, device=device)
+    loss_sum = torch.tensor(0.0 if resume is None else resume.loss_sum, dtype=torch.float64, device=device)
+    loss_n = torch.tensor(0.0 if resume is None else resume.loss_n, dtype=torch.float64, device=device)
     done, stopped = state.step, False
     for step in range(state.step, cfg.steps):
         loss = train_step(forward, model, opt, tunnel.sample(cfg.batch_size, gen), cfg, step,
@@ -250,14 +254,14 @@ def fit(
         if bar is not None:
             bar.update(1)
         if on_checkpoint is not None and (done % ckpt_every == 0 or done == cfg.steps):
-            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average))
+            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average, (loss_sum, loss_n)))
         if stopped:
             break
     if bar is not None:
         bar.close()
     model.eval()
     final = done if stopped else max(cfg.steps, state.step)
-    return scored.eval(), _snapshot(final, model, opt, gen, state, t0, scaler, average)
+    return scored.eval(), _snapshot(final, model, opt, gen, state, t0, scaler, average, (loss_sum, loss_n))
 
 
 def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt: torch.optim.Optimizer,
@@ -291,13 +295,16 @@ def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt
 
 def _snapshot(step: int, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,
               state: TrainState, t0: float, scaler: Any | None = None,
-              average: WindTunnelModel | None = None) -> TrainState:
+              average: WindTunnelModel | None = None,
+              loss: tuple[torch.Tensor, torch.Tensor] | None = None) -> TrainState:
+    loss_sum, loss_n = (0.0, 0.0) if loss is None else (loss[0].item(), loss[1].item())
     return TrainState(step=step, model={k: v.detach().clone() for k, v in model.state_dict().items()},
                       optimizer=opt.state_dict(), generator=gen.get_state(), history=list(state.history),
                       elapsed_s=state.elapsed_s + time.perf_counter() - t0,
                       scaler=None if scaler is None else dict(scaler.state_dict()),
                       average=None if average is None else {k: v.detach().clone()
-                                                            for k, v in average.state_dict().items()})
+                                                            for k, v in average.state_dict().items()},
+                      loss_sum=loss_sum, loss_n=loss_n)
 
 
 def format_duration(seconds: float) -> str:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bwt_lite import hosted
+from bwt_lite.cache import MARKER
 from bwt_lite.checkpoints import checkpoint_dir, load_or_train, train_and_save
 from bwt_lite.hosted import REGISTRY, HostedDownloadError, fetch_checkpoint, hosted_checkpoint, registry_entry
 from bwt_lite.models import ARCHS
@@ -59,7 +60,9 @@ def published(server, tmp_path, monkeypatch):
 
 
 def cached_files(cache: Path) -> list[str]:
-    return sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file()) if cache.exists() else []
+    """The files in the cache but its marker."""
+    return sorted(str(p.relative_to(cache)) for p in cache.rglob("*")
+                  if p.is_file() and p.name != MARKER) if cache.exists() else []
 
 
 def all_presets():
@@ -98,6 +101,7 @@ def test_served_file_with_the_right_hash_is_cached_and_loaded(published, isolate
     assert meta["key"] == preset.key()
     name = checkpoint_dir(preset).name
     assert cached_files(isolated_cache) == [f"{name}/checkpoint.json", f"{name}/model.safetensors"]
+    assert (isolated_cache / MARKER).is_file()  # the download created the cache, so it is marked as one
     shutil.rmtree(www)  # the server has nothing now: the second load comes from the cache
     again, _ = load_or_train(preset, progress=False, log=pytest.fail)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
@@ -135,6 +139,19 @@ def test_consistent_but_wrong_files_are_refused(published, isolated_cache, monke
     monkeypatch.setitem(REGISTRY, other.name, hosted.HostedCheckpoint(other.key(), entry.weights, entry.meta))
     with pytest.raises(HostedDownloadError, match="does not verify.*another configuration"):
         fetch_checkpoint(other, log=lambda _: None)
+    assert cached_files(isolated_cache) == []
+
+
+def test_published_json_with_an_edited_field_is_refused_by_its_seal(published, isolated_cache, monkeypatch):
+    """A registry entry that matches an edited checkpoint.json (the maintainer published a wrong file):
+    the files download, but the metadata seal refuses the edited field and nothing stays."""
+    preset, entry, www, _ = published
+    text = (www / "checkpoint.json").read_text().replace('"train_steps": 6', '"train_steps": 999999')
+    (www / "checkpoint.json").write_text(text)
+    meta = hosted.HostedFile(entry.meta.url, hosted.sha256_bytes(text.encode()), len(text.encode()))
+    monkeypatch.setitem(REGISTRY, preset.name, hosted.HostedCheckpoint(entry.key, entry.weights, meta))
+    with pytest.raises(HostedDownloadError, match="does not verify.*altered.*meta_sha256"):
+        fetch_checkpoint(preset, log=lambda _: None)
     assert cached_files(isolated_cache) == []
 
 

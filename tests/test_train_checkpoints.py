@@ -59,17 +59,79 @@ def test_same_seed_same_model():
     assert [r["entropy_mae_bits"] for r in s1.history] == [r["entropy_mae_bits"] for r in s2.history]
 
 
+def without_times(history):
+    return [{k: v for k, v in row.items() if k != "elapsed_s"} for row in history]
+
+
 def test_interrupted_training_resumes_to_the_same_result(isolated_cache):
+    """Killed between two evaluations (state at step 6, evaluations at 4, 8, 12): the resumed run ends with
+    the same weights and logs the same history, the loss at step 8 included (its running sum over steps
+    5-6 is in the state)."""
     p = tiny()
-    full, _ = fit(p.tunnel, p.model, p.train, progress=False)
-    directory = fit_until_killed(p, 8)
-    assert load_train_state(directory).step == 8
+    full, full_state = fit(p.tunnel, p.model, p.train, progress=False)
+    directory = fit_until_killed(p, 6, ckpt_every=3)
+    state = load_train_state(directory, p)
+    assert state.step == 6 and state.loss_n == 2 and state.loss_sum > 0
     logs = []
-    resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=logs.append)
-    assert "resuming" in logs[0] and "step 8" in logs[0]
+    resumed, meta = train_and_save(p, progress=False, ckpt_every=3, log=logs.append)
+    assert "resuming" in logs[0] and "step 6" in logs[0]
     assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), resumed.state_dict().values()))
     assert [r["step"] for r in meta["history"]] == [4, 8, 12]
+    assert without_times(meta["history"]) == without_times(full_state.history)  # loss and evaluations, exactly
     assert not (directory / "resume").exists()
+
+
+LOCKED_RUN = r'''
+import sys, time
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from bwt_lite import checkpoints
+from bwt_lite.presets import get_preset
+
+go = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+if go is not None:  # the first run: hold the lock until the test says go
+    real_fit = checkpoints.fit
+    def fit_when_told(*args, **kwargs):
+        while not go.exists():
+            time.sleep(0.05)
+        return real_fit(*args, **kwargs)
+    checkpoints.fit = fit_when_told
+p = get_preset("bijection", "transformer", "lite", steps=12, batch_size=8, eval_every=4, eval_episodes=16, warmup_steps=3)
+_, meta = checkpoints.train_and_save(p, progress=False, ckpt_every=4, log=lambda m: print(m, flush=True))
+print("seal", meta["meta_sha256"], flush=True)
+'''
+
+
+def test_a_second_identical_run_waits_for_the_first_and_uses_its_checkpoint(isolated_cache, tmp_path):
+    """Two processes train the same preset into one cache: the second waits on the lock, then loads the
+    first one's checkpoint instead of training again, and says so."""
+    env = {**os.environ, "BWT_CACHE_DIR": str(isolated_cache), "OMP_NUM_THREADS": "1"}
+    go = tmp_path / "go"
+
+    def start(*args):
+        return subprocess.Popen([sys.executable, "-c", LOCKED_RUN, *args], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    first = start(str(go))
+    try:
+        line = first.stdout.readline()
+        assert line.startswith("training bijection-transformer-lite"), line + first.stderr.read()
+        second = start()
+        try:
+            line = second.stdout.readline()  # the first run holds the lock while it trains
+            assert "another run is training it" in line and "waiting" in line, line + second.stderr.read()
+            go.touch()
+            out1, err1 = first.communicate(timeout=300)
+            out2, err2 = second.communicate(timeout=300)
+        finally:
+            second.kill()
+    finally:
+        first.kill()
+    assert first.returncode == 0 and second.returncode == 0, err1 + err2
+    assert "another run finished training it while this one waited" in out2 and "training bijection" not in out2
+    seal1 = [ln for ln in out1.splitlines() if ln.startswith("seal")]
+    assert seal1 and seal1 == [ln for ln in out2.splitlines() if ln.startswith("seal")]  # the same checkpoint
 
 
 def test_load_or_train_caches_and_verifies(isolated_cache):

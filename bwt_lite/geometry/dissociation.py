@@ -47,7 +47,7 @@ from safetensors.torch import save as st_save
 from torch import Tensor
 
 from .. import __version__
-from ..checkpoints import CheckpointError, _read_json, _read_verified, atomic_write, sha256_bytes
+from ..checkpoints import CheckpointError, atomic_write, read_json, read_verified, sha256_bytes
 from ..em import attention_stability
 from ..evaluate import EVAL_SEED_BASE, evaluate
 from ..models import WindTunnelModel, build_model, run_with_cache
@@ -202,7 +202,7 @@ def load_trajectory(name_or_dir: str | Path, *, check: bool = True) -> Trajector
         directory, expected = find_trajectory(name_or_dir), trajectory_preset(name_or_dir)
     else:
         directory, expected = Path(name_or_dir), None
-    meta = _read_json(directory / TRAJ_META)
+    meta = read_json(directory / TRAJ_META)
     if meta.get("format_version") != FORMAT_VERSION or meta.get("kind") != "trajectory":
         raise CheckpointError(f"{directory / TRAJ_META} is not a trajectory of format {FORMAT_VERSION}")
     try:
@@ -216,7 +216,7 @@ def load_trajectory(name_or_dir: str | Path, *, check: bool = True) -> Trajector
     if expected is not None and expected.key() != preset.key():
         raise CheckpointError(f"the trajectory in {directory} belongs to another configuration than "
                               f"TRAJECTORIES[{str(name_or_dir)!r}]")
-    tensors = st_load(_read_verified(directory / SNAPSHOTS, sha, size))
+    tensors = st_load(read_verified(directory / SNAPSHOTS, sha, size))
     names = [k for k, _ in build_model(preset.model).state_dict().items()]
     states = []
     for step in steps:
