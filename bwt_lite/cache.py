@@ -38,6 +38,9 @@ DOWNLOAD_NAME = re.compile(r"\.download-[a-z0-9][a-z0-9._-]*-[0-9a-f]{16}-[a-z0-
 RESUME_NAME = re.compile(r"step-\d{7,}\.(?:safetensors|json)")
 RESUME_TEMP = re.compile(r"\.step-\d{7,}\.(?:safetensors|json)\.[a-z0-9_]+\.tmp")
 POOCH_TEMP = re.compile(r"tmp[a-z0-9_]+")  # pooch downloads into a NamedTemporaryFile first
+# `bwt` checks that the cache is writable by creating (and removing) a folder like this one; an
+# interrupted check can leave it behind.
+PROBE_NAME = re.compile(r"\.bwt-probe-[a-z0-9_]+x+")
 
 
 def temp_name(name: str) -> re.Pattern[str]:
@@ -151,6 +154,10 @@ def clear_cache(root: Path) -> ClearReport:
             _clear_folder(path, lambda n: n in (WEIGHTS, META) or POOCH_TEMP.fullmatch(n) is not None, report)
         elif temp_name(MARKER).fullmatch(name) and _is_file(path):
             _remove(path, report)
+        elif PROBE_NAME.fullmatch(name) and _is_dir(path):
+            if _is_dir(path / RESUME):
+                _clear_folder(path / RESUME, lambda n: set(n) == {"x"}, report, count=False)
+            _rmdir_if_empty(path, report, count=False)
         else:
             report.kept.append(path)
     return report

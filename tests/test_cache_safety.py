@@ -156,3 +156,16 @@ def test_clear_skips_a_checkpoint_a_run_is_training(filled, capsys):
 def test_clear_of_a_missing_cache_says_so(isolated_cache, capsys):
     rc, out, _ = clear(capsys)
     assert rc == 0 and out.strip() == f"nothing to clear: {isolated_cache} does not exist"
+
+
+def test_clear_removes_a_left_over_writability_probe(tmp_path):
+    """`bwt` probes the cache with a folder like this; clear removes one an interruption left behind."""
+    from bwt_lite.cli import check_cache_dir
+
+    root = tmp_path / "cache"
+    check_cache_dir(root)
+    probe = root / ".bwt-probe-abc123_xxxx"
+    (probe / "resume").mkdir(parents=True)
+    (probe / "resume" / ("x" * 40)).write_bytes(b"")
+    report = clear_cache(root)
+    assert not probe.exists() and report.ok

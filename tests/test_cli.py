@@ -91,3 +91,53 @@ def test_sigkill_during_training_resumes(isolated_cache):
     a = load_file(next(Path(isolated_cache).glob("bijection-*/model.safetensors")))
     b = load_file(next(Path(isolated_cache / "other").glob("bijection-*/model.safetensors")))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_bwt_debug_reraises_with_the_traceback(monkeypatch):
+    monkeypatch.setenv("BWT_DEBUG", "1")
+    with pytest.raises(ValueError, match="unknown variant 'x'"):
+        main(["episode", "bijection", "--variant", "x"])
+
+
+def test_check_cache_dir_creates_a_marked_cache_and_leaves_nothing_else(isolated_cache):
+    from bwt_lite.cache import MARKER, is_cache_root
+    from bwt_lite.cli import check_cache_dir
+
+    assert not isolated_cache.exists()
+    assert check_cache_dir() == isolated_cache and [p.name for p in isolated_cache.iterdir()] == [MARKER]
+    assert is_cache_root(isolated_cache)
+
+
+def test_allow_cpu_paper_prints_the_estimate_then_trains(monkeypatch, capsys):
+    from bwt_lite import bench, cli
+
+    monkeypatch.setattr(bench, "steps_per_second", lambda preset, *a, **kw: {"ms_per_step": 4000.0})
+    trained = []
+    monkeypatch.setattr(cli, "train_and_save", lambda preset, **kw: (
+        trained.append(preset.name), (None, {"history": [], "train_steps": 50_000, "train_time_s": 1.0}))[1])
+    assert main(["train", "bijection", "transformer", "--scale", "paper", "--device", "cpu", "--allow-cpu-paper"]) == 0
+    err = capsys.readouterr().err
+    assert "4.00 s per step" in err and "50,000 steps: about 55 h 33 min" in err  # 50,000 x 4 s
+    assert trained == ["bijection-transformer-paper"]
+
+
+def test_eval_of_a_paper_preset_that_is_found_needs_no_flag(monkeypatch):
+    from bwt_lite import cli
+
+    class Loaded(Exception):
+        pass
+
+    def load(preset, **kw):
+        raise Loaded
+    monkeypatch.setattr(cli, "find_checkpoint", lambda preset: Path("found"))
+    monkeypatch.setattr(cli, "load_or_train", load)
+    with pytest.raises(Loaded):  # reached loading: no --allow-cpu-paper asked for
+        main(["eval", "bijection", "transformer", "--scale", "paper", "--device", "cpu"])
+
+
+def test_eval_length_is_honoured_or_refused(capsys):
+    from bwt_lite.cli import eval_tunnel
+
+    assert eval_tunnel(get_preset("recall", "transformer"), 10).config()["L"] == 10
+    with pytest.raises(ValueError, match="--length is not supported by tunnel 'recall', variant 'mqar'"):
+        eval_tunnel(get_preset("recall", "transformer", variant="mqar"), 10)
