@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -48,6 +49,11 @@ def _train_one(preset_dict: dict[str, Any], fresh: bool, threads: int, ckpt_ever
     return preset.name, float(meta["train_time_s"])
 
 
+def _ignore_interrupts() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group, but only the parent handles it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def train_presets(presets: Sequence[Preset], *, jobs: int = 2, threads: int | None = None, fresh: bool = False,
                   ckpt_every: int = 500, log_every_s: float = 300.0, root: Path | None = None,
                   log: Callable[[str], None] = print) -> dict[str, float]:
@@ -69,19 +75,30 @@ def train_presets(presets: Sequence[Preset], *, jobs: int = 2, threads: int | No
     env_threads = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = str(threads)  # inherited by the workers before torch starts
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=ctx,
+                                 initializer=_ignore_interrupts) as pool:
             futures = [pool.submit(_train_one, p.to_dict(), fresh, threads, ckpt_every, log_every_s,
                                    None if root is None else str(root)) for p in order]
-            for fut in as_completed(futures):
-                try:
-                    name, seconds = fut.result()
-                except BaseException:
-                    for f in futures:
-                        f.cancel()  # the runs in flight finish (or resume later); no new ones start
-                    raise
-                done[name] = seconds
-                log(f"finished {name} in {format_duration(seconds)} ({len(done)}/{len(order)}, "
-                    f"{format_duration(time.perf_counter() - t0)} since the start)")
+            try:
+                for fut in as_completed(futures):
+                    try:
+                        name, seconds = fut.result()
+                    except Exception:
+                        for f in futures:
+                            f.cancel()  # the runs in flight finish (or resume later); no new ones start
+                        raise
+                    done[name] = seconds
+                    log(f"finished {name} in {format_duration(seconds)} ({len(done)}/{len(order)}, "
+                        f"{format_duration(time.perf_counter() - t0)} since the start)")
+            except KeyboardInterrupt:
+                # Stop the runs in flight at once: each keeps its last saved state (atomic writes)
+                # and resumes from it on the next call; waiting for them could take many minutes.
+                pool.shutdown(wait=False, cancel_futures=True)
+                for child in multiprocessing.active_children():
+                    child.terminate()
+                log(f"interrupted: {len(done)}/{len(order)} preset(s) finished; the others resume from their "
+                    f"last saved state (every {ckpt_every} steps) on the next run")
+                raise
     finally:
         if env_threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)

@@ -10,6 +10,7 @@ from .hmm import HMM
 from .recall import Recall
 from .regression import Regression
 from .sticky import Sticky
+from .timing import episodes_per_second
 
 TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection, "hmm": HMM, "recall": Recall, "regression": Regression,
                                  "sticky": Sticky}
@@ -24,4 +25,5 @@ def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
     return TUNNELS[tunnel](**kwargs)
 
 
-__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "Sticky", "TUNNELS", "make_tunnel"]
+__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "Sticky", "TUNNELS", "make_tunnel",
+           "episodes_per_second"]

@@ -3,6 +3,16 @@
 A tunnel samples a batch of episodes from a ``torch.Generator`` (vectorised, no Python loop per
 episode, no global RNG) and returns an :class:`Episodes`: the model input, the prediction positions,
 the exact posterior predictive at those positions (float64) and the sampled target.
+
+Arguments of :meth:`Tunnel.sample` (every tunnel):
+
+- ``batch_size``: an int >= 1 and at most :attr:`Tunnel.max_batch_size`, so that the tensors of one
+  call (the tunnel's :attr:`Tunnel.episode_bytes` per episode) stay within :data:`MAX_SAMPLE_BYTES`;
+  draw more episodes in several calls.
+- ``generator``: a ``torch.Generator`` (its device is where the episodes are made). ``None`` is an
+  error, not a default: every episode is drawn from an explicit generator so that it can be
+  reproduced, and a silently created default generator would hand out the same episodes on every
+  call.
 """
 from __future__ import annotations
 
@@ -11,6 +21,47 @@ from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
+
+from ..validation import check_int
+
+# The most memory one ``sample`` call may allocate (bytes, estimated by ``Tunnel.episode_bytes``).
+MAX_SAMPLE_BYTES = 2 * 1024 ** 3
+# Seeds accepted by torch.Generator.manual_seed (unsigned 64-bit).
+MAX_SEED = 2 ** 64 - 1
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a short human-readable size (``2.0 GiB``)."""
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # unreachable
+
+
+def check_generator(generator: Any) -> torch.Generator:
+    """``generator`` itself, checked to be a ``torch.Generator`` (``None`` is rejected, see above)."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, e.g. torch.Generator().manual_seed(0); "
+                        f"got {generator!r} ({type(generator).__name__}). None is not accepted: episodes "
+                        f"come from an explicit generator so that they can be reproduced")
+    return generator
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A generator seed: an int in 0..2**64-1 (the range of ``torch.Generator.manual_seed``)."""
+    check_int(name, value, 0, f"0 <= {name} <= 2**64 - 1")
+    if value > MAX_SEED:
+        raise ValueError(f"{name} must be <= 2**64 - 1 (0 <= {name} <= 2**64 - 1), got {value}")
+    return value
+
+
+def check_size(args: str, nbytes: int, what: str = "one episode") -> None:
+    """Refuse sizes whose tensors would exceed :data:`MAX_SAMPLE_BYTES`, naming the arguments."""
+    if nbytes > MAX_SAMPLE_BYTES:
+        raise ValueError(f"{args} too large: {what} would need about {format_bytes(nbytes)} ({nbytes:,} bytes), "
+                         f"more than MAX_SAMPLE_BYTES = {format_bytes(MAX_SAMPLE_BYTES)} "
+                         f"({MAX_SAMPLE_BYTES:,} bytes) allowed for one sample call")
 
 
 @dataclass
@@ -65,9 +116,28 @@ class Tunnel:
     n_classes: int  # C, answer classes (1 for Gaussian tunnels)
     answer_tokens: tuple[int, ...] | None  # token id of each answer class, or None (no tied head)
     positions: Tensor  # (P,)
+    episode_bytes: int  # upper estimate of the memory one episode takes inside sample (bytes)
+    fixed_bytes: int = 0  # memory a sample call takes whatever the batch size (bytes)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
         raise NotImplementedError
+
+    @property
+    def max_batch_size(self) -> int:
+        """The largest ``batch_size`` one :meth:`sample` call accepts (see :data:`MAX_SAMPLE_BYTES`)."""
+        return max(0, MAX_SAMPLE_BYTES - self.fixed_bytes) // self.episode_bytes
+
+    def _check_sample_args(self, batch_size: Any, generator: Any) -> tuple[int, torch.Generator]:
+        """Validate the arguments of :meth:`sample` (see the module docstring)."""
+        limit = self.max_batch_size
+        check_int("batch_size", batch_size, 1, f"1 <= batch_size <= {limit:,}")
+        if batch_size > limit:
+            raise ValueError(
+                f"batch_size must be <= {limit:,} for {self!r} (1 <= batch_size <= {limit:,}), got "
+                f"{batch_size:,}: each episode needs about {format_bytes(self.episode_bytes)} and one sample "
+                f"call may allocate at most MAX_SAMPLE_BYTES = {format_bytes(MAX_SAMPLE_BYTES)} "
+                f"({MAX_SAMPLE_BYTES:,} bytes); draw the episodes in several calls")
+        return batch_size, check_generator(generator)
 
     def config(self) -> dict[str, Any]:
         """Everything that defines the episode distribution (used in checkpoint keys)."""

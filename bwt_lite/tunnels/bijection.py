@@ -1,4 +1,4 @@
-"""Bijection elimination (belief accumulation), spec 1.2.
+"""Bijection elimination (belief accumulation).
 
 A hidden bijection pi of {0..V-1}, fresh per episode. The model sees (key, value) pairs and at every
 key predicts that key's value. Exact posterior: uniform over the values not yet revealed (a key seen
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from ..validation import check_choice, check_int
-from .base import Episodes, Tunnel
+from .base import Episodes, Tunnel, check_size
 
 
 class Bijection(Tunnel):
@@ -36,6 +36,13 @@ class Bijection(Tunnel):
                 f"L must be <= V when keys are drawn without replacement (variant {variant!r}): "
                 f"got L={L}, V={V}; use variant='replacement' for L > V"
             )
+        n_pos = L + (variant == "paired")  # prediction positions
+        # Per episode: the float64 posterior (three such blocks at a time for the with-replacement
+        # posterior, one and its int64 index otherwise) and a few int64 rows of keys, values and
+        # tokens. Fixed: the posterior table below and the answer_tokens tuple (about 40 bytes a value).
+        self.episode_bytes = (24 if variant == "replacement" else 9) * n_pos * V + 8 * (6 * L + 4 * V)
+        self.fixed_bytes = 8 * (L + 1) ** 2 if variant != "replacement" else 0
+        check_size("V and L", self.episode_bytes + self.fixed_bytes + 40 * V)
         key_pos = torch.arange(0, 2 * L, 2)
         if variant == "paired":
             self.seq_len, self.vocab_size = 2 * L + 1, V
@@ -46,43 +53,84 @@ class Bijection(Tunnel):
             self.answer_tokens = tuple(range(V, 2 * V))
             self.positions = key_pos
         self.n_classes = V
+        # Keys without replacement: the posterior at key t is 1 / (V - t) on each value revealed at
+        # position t or later (or never), 0 on the values revealed before t. _table[t, f] holds that
+        # number for a value first revealed at f (f = L: never), so a posterior is one gather; the
+        # paired layout's extra row t = L is zeros, for the query's point mass.
+        if variant != "replacement":
+            t, f = torch.arange(L + 1).unsqueeze(1), torch.arange(L + 1)
+            uniform = 1.0 / (V - t.clamp_max(L - 1)).to(torch.float64)
+            self._table = torch.where((t <= f) & (t < L), uniform, 0.0)  # (L + 1, L + 1) float64
 
     def config(self) -> dict[str, Any]:
         return {"tunnel": self.name, "V": self.V, "L": self.L, "variant": self.variant}
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
-        B, V, L = check_int("batch_size", batch_size, 1), self.V, self.L
-        g, dev = generator, generator.device
+        (B, g), V, L = self._check_sample_args(batch_size, generator), self.V, self.L
+        dev = g.device
         pi = torch.rand(B, V, generator=g, device=dev).argsort(dim=1)  # pi[b, k] = value of key k
         if self.variant == "replacement":
             keys = torch.randint(0, V, (B, L), generator=g, device=dev)
         else:
             keys = torch.rand(B, V, generator=g, device=dev).argsort(dim=1)[:, :L]
         values = pi.gather(1, keys)  # (B, L)
-        probs = self.posterior(keys, values)  # (B, L, V) float64
 
+        if self.variant == "replacement":
+            probs = self.posterior(keys, values)  # (B, L, V) float64
+        else:
+            probs = self._posterior_distinct(values, extra=self.variant == "paired")
         if self.variant == "paired":
-            pairs = torch.stack([keys, values], dim=2).reshape(B, 2 * L)
+            inputs = torch.empty(B, 2 * L + 1, dtype=torch.int64, device=dev)
+            inputs[:, 0:2 * L:2], inputs[:, 1:2 * L:2] = keys, values
             q_idx = torch.randint(0, L, (B, 1), generator=g, device=dev)
-            q = keys.gather(1, q_idx)
-            inputs = torch.cat([pairs, q], dim=1)
+            inputs[:, 2 * L:] = keys.gather(1, q_idx)
             q_value = values.gather(1, q_idx)
             target = torch.cat([values, q_value], dim=1)
-            q_probs = torch.nn.functional.one_hot(q_value, V).to(torch.float64)
-            probs = torch.cat([probs, q_probs], dim=1)
+            probs[:, L].scatter_(1, q_value, 1.0)  # the query's answer is known: a point mass
         else:
-            pairs = torch.stack([keys, values + V], dim=2).reshape(B, 2 * L)
-            inputs, target = pairs[:, :-1], values
-        return Episodes(inputs=inputs.contiguous(), positions=self.positions.to(dev), target=target, probs=probs)
+            inputs = torch.empty(B, 2 * L - 1, dtype=torch.int64, device=dev)
+            inputs[:, 0::2] = keys
+            torch.add(values[:, :-1], V, out=inputs[:, 1::2])
+            target = values
+        return Episodes(inputs=inputs, positions=self.positions.to(dev), target=target, probs=probs)
+
+    def _posterior_distinct(self, values: torch.Tensor, extra: bool = False) -> torch.Tensor:
+        """:meth:`posterior` for keys drawn without replacement (no key repeats): at key t, uniform
+        over the ``V - t`` values not revealed before t. (B, L, V) float64, or (B, L + 1, V) with
+        ``extra`` (the last row zeros, for the caller to fill)."""
+        B, L = values.shape
+        dev = values.device
+        if self._table.device != dev:  # moved once, then kept on the generator's device
+            self._table = self._table.to(dev)
+        table = self._table
+        # first[b, v]: the position at which value v is revealed (L if never); values are distinct.
+        first = torch.full((B, self.V), L, dtype=torch.int64, device=dev)
+        first.scatter_(1, values, torch.arange(L, device=dev).expand(B, L))
+        P = L + extra
+        return table[:P].expand(B, P, L + 1).gather(2, first.unsqueeze(1).expand(B, P, self.V))
 
     def posterior(self, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-        """Exact predictive of ``values[:, t]`` given pairs ``< t`` and ``keys[:, t]``: (B, L, V) float64."""
+        """Exact predictive of ``values[:, t]`` given pairs ``< t`` and ``keys[:, t]``: (B, L, V) float64.
+
+        ``keys`` and ``values`` (B, L) come from one bijection per row (keys may repeat). A key seen
+        before has a point mass on its value; otherwise the answer is uniform over the values not
+        yet revealed.
+        """
         V = self.V
-        onehot_v = torch.nn.functional.one_hot(values, V).to(torch.float64)  # (B, L, V)
-        onehot_k = torch.nn.functional.one_hot(keys, V).to(torch.float64)
-        seen_v = (onehot_v.cumsum(1) - onehot_v) > 0  # value revealed strictly before t
-        seen_k_counts = onehot_k.cumsum(1) - onehot_k
-        key_seen = seen_k_counts.gather(2, keys.unsqueeze(2)).squeeze(2) > 0  # (B, L)
-        free = (~seen_v).to(torch.float64)
-        uniform = free / free.sum(dim=2, keepdim=True)
-        return torch.where(key_seen.unsqueeze(2), onehot_v, uniform)
+        B, L = values.shape
+        dev = values.device
+        t = torch.arange(L, device=dev)
+
+        def first_position(x: torch.Tensor) -> torch.Tensor:  # (B, V): first t with x[:, t] == v, else L
+            init = torch.full((B, V), L, dtype=torch.int64, device=dev)
+            return init.scatter_reduce_(1, x, t.expand(B, L), reduce="amin")
+
+        first_v = first_position(values)
+        free = first_v.unsqueeze(1) >= t.unsqueeze(1)  # (B, L, V): value not revealed before t
+        # Free values at t: V minus the distinct values revealed before t (a first revelation at s < t).
+        is_first = first_v.gather(1, values) == t
+        n_free = V - (is_first.cumsum(1) - is_first.to(torch.int64))
+        key_seen = first_position(keys).gather(1, keys) < t  # (B, L)
+        uniform = torch.where(free, 1.0 / n_free.to(torch.float64).unsqueeze(2), 0.0)
+        point = torch.nn.functional.one_hot(values, V).to(torch.float64)
+        return torch.where(key_seen.unsqueeze(2), point, uniform)

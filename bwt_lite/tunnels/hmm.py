@@ -1,4 +1,4 @@
-"""HMM filtering (belief transport), spec 1.3.
+"""HMM filtering (belief transport).
 
 A fresh hidden Markov model per episode: S hidden states, O symbols. Each row of the transition matrix
 T (S x S) and of the emission matrix E (S x O) is drawn from Dirichlet(1), floored at 0.05 and
@@ -17,7 +17,7 @@ authors' tokenizer; vocabulary 100 + O, 105 for O = 5):
 a header of 3 + S*S + S*O tokens (53 for S = O = 5), then K (OBS, symbol) pairs; length header + 2K.
 
 The prediction positions are the K symbol tokens. At symbol t the exact answer is the filtering
-posterior p(s_t | o_0..o_t) over the S hidden states (:func:`forward_filter`, log space, float64); the
+posterior p(s_t | o_0..o_t) over the S hidden states (:func:`forward_filter`, float64); the
 states are not tokens (``answer_tokens`` is None: the model reads them out with a linear head). The
 target is the sampled hidden state s_t. :meth:`HMM.decode` recovers (T, E, obs) from the tokens.
 """
@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from ..validation import check_choice, check_int
-from .base import Episodes, Tunnel
+from .base import Episodes, Tunnel, check_size
 
 FLOOR_HUNDREDTHS = 5  # every probability is at least 0.05
 MAX_DIM = 20  # S, O <= 20 so that a row of S (or O) floors of 0.05 fits in 1.00
@@ -63,15 +63,42 @@ def round_to_hundredths(p: Tensor) -> Tensor:
         raise ValueError(f"p must have a last dimension of 2..{MAX_DIM} entries, got shape {tuple(p.shape)}")
     if not torch.isfinite(p).all() or (p < 0).any():
         raise ValueError("p must be finite and >= 0")
+    return _round_to_hundredths(p)
+
+
+def _round_to_hundredths(p: Tensor, rows_sum_to_one: bool = False) -> Tensor:
+    """:func:`round_to_hundredths` without the argument checks (rows of 2..20 finite entries >= 0).
+    ``rows_sum_to_one`` promises rows summing to 1 (up to rounding), hence a positive excess total."""
+    n = p.shape[-1]
     rest = 100 - FLOOR_HUNDREDTHS * n  # hundredths above the floors, >= 0
     excess = (100.0 * p.to(torch.float64) - FLOOR_HUNDREDTHS).clamp_min(0.0)
     total = excess.sum(-1, keepdim=True)
-    share = torch.where(total > 0, rest * excess / total.clamp_min(1e-300), torch.full_like(excess, rest / n))
+    if rows_sum_to_one and rest > 0:  # total = 100 - 5n > 0 up to rounding: the same numbers, cheaper
+        share = rest * excess / total
+    else:
+        share = torch.where(total > 0, rest * excess / total.clamp_min(1e-300), torch.full_like(excess, rest / n))
+    if n > 8:
+        base = share.floor()
+        missing = rest - base.to(torch.int64).sum(-1, keepdim=True)  # in 0..n-1
+        order = (share - base).argsort(dim=-1, descending=True, stable=True)
+        rank = order.argsort(dim=-1, stable=True)  # rank of each entry's fractional part
+        return FLOOR_HUNDREDTHS + base.to(torch.int64) + (rank < missing).to(torch.int64)
+    # Short rows (the HMM's S, O = 5): the same rounding with the rows last, so that every operation
+    # runs over all rows at once, and ranks by pairwise comparison (much faster than sorting here).
+    share = share.reshape(-1, n).t().contiguous()  # (n, rows)
     base = share.floor()
-    missing = rest - base.to(torch.int64).sum(-1, keepdim=True)  # in 0..n-1
-    order = (share - base).argsort(dim=-1, descending=True, stable=True)
-    rank = order.argsort(dim=-1, stable=True)  # rank of each entry's fractional part
-    return FLOOR_HUNDREDTHS + base.to(torch.int64) + (rank < missing).to(torch.int64)
+    missing = rest - base.sum(0).to(torch.int64)  # (rows,) in 0..n-1; sums of whole numbers are exact
+    # Rank of entry i: the number of entries j that come before it (larger fractional part, ties to
+    # the lower index). Fractional parts are >= +0.0, so the float64 difference d = f_i - f_j is
+    # negative exactly when f_j > f_i and +0.0 exactly on a tie (rounding never flips a sign, and
+    # distinct numbers never round to zero); read as int64, its bits are then < 0 and == 0. So j comes
+    # first iff bits(d) - [j < i] < 0, which the arithmetic shift by 63 turns into -1 (else 0).
+    frac = share - base
+    d = (frac.unsqueeze(1) - frac.unsqueeze(0)).view(torch.int64)  # (n, n, rows): [i, j]
+    j_before_i = torch.ones(n, n, dtype=torch.int64, device=p.device).tril(-1).unsqueeze(2)  # [i, j, 1]
+    rank = ((d - j_before_i) >> 63).sum(1).neg_()  # (n, rows)
+    hundredths = (base + FLOOR_HUNDREDTHS).to(torch.int64).add_(rank < missing)
+    return hundredths.t().contiguous().view(p.shape)
 
 
 def _check_stochastic(name: str, m: Tensor) -> Tensor:
@@ -91,12 +118,15 @@ def _check_stochastic(name: str, m: Tensor) -> Tensor:
 
 
 def forward_filter(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None) -> Tensor:
-    """Filtering posteriors p(s_t | o_0..o_t) by the forward algorithm in log space, float64.
+    """Filtering posteriors p(s_t | o_0..o_t) by the forward algorithm, float64.
 
     Shapes: ``T`` (B, S, S) with ``T[b, i, j] = p(s_{t+1} = j | s_t = i)``, ``E`` (B, S, O) with
     ``E[b, i, o] = p(o | s = i)``, ``obs`` (B, K) integer symbols in 0..O-1, ``init`` (S,) or (B, S)
     the distribution of s_0 (uniform if None). Returns (B, K, S) float64. Unbatched inputs (S, S),
     (S, O), (K,) give (K, S). Vectorised over episodes and states; loops over time only.
+    Where every emission probability is at least 1e-3 (the tunnel's are >= 0.05) it works in
+    probability space (:func:`_forward_prob`, nothing can underflow there), otherwise in log space,
+    which copes with zeros and tiny probabilities; both are exact up to float64 rounding.
     Raises ValueError naming the argument for bad shapes, negative entries, rows not summing to 1,
     symbols out of range, or observations that have probability 0 under the model.
     """
@@ -121,16 +151,45 @@ def forward_filter(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None
     if obs.numel() and (obs.min() < 0 or obs.max() >= O):
         raise ValueError(f"obs must be symbols in 0..{O - 1} (O = {O}), got values in "
                          f"{obs.min().item()}..{obs.max().item()}")
-    if init is None:
-        log_init = torch.full((B, S), -math.log(S), dtype=torch.float64, device=T.device)
-    else:
+    if init is not None:
         init = _check_stochastic("init", init)
         if init.shape not in ((S,), (B, S)):
             raise ValueError(f"init must have shape (S,) = ({S},) or (B, S) = ({B}, {S}), got {tuple(init.shape)}")
-        log_init = init.log().expand(B, S)
+        init = init.to(T.device).expand(B, S)
     K = obs.shape[1]
-    log_T = T.log()  # zeros become -inf, which logsumexp handles
     obs = obs.to(device=T.device, dtype=torch.int64)
+    out = torch.empty(B, K, S, dtype=torch.float64, device=T.device)
+    if K == 0:
+        return out[0] if unbatched else out
+    # Each episode goes by itself to one of the two methods, so that its answer does not depend on
+    # the other episodes in the batch.
+    fast = (E >= _FAST_MIN_EMIT).flatten(1).all(1)  # (B,)
+    for use_fast, idx in ((True, fast.nonzero().squeeze(1)), (False, (~fast).nonzero().squeeze(1))):
+        if len(idx) == 0:
+            continue
+        whole = len(idx) == B  # every episode goes the same way: no copies
+        Ti, Ei, oi = (T, E, obs) if whole else (T[idx], E[idx], obs[idx])
+        init_i = init if init is None or whole else init[idx]
+        if use_fast:
+            res = _forward_prob(Ti.permute(1, 2, 0).contiguous(), Ei.permute(1, 2, 0).contiguous(),
+                                oi.t().contiguous(), None if init_i is None else init_i.t().contiguous())
+        else:
+            res = _forward_log(Ti, Ei, oi, init_i, idx)
+        if whole:
+            return res[0] if unbatched else res
+        out[idx] = res
+    return out[0] if unbatched else out
+
+
+def _forward_log(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None, episodes: Tensor) -> Tensor:
+    """The forward filter in log space: ``T`` (B, S, S), ``E`` (B, S, O), ``obs`` (B, K) int64, ``init``
+    (B, S) or None (uniform), all checked -> (B, K, S) float64. Zeros become -inf, which logsumexp
+    handles; an observation of probability 0 raises ValueError naming the episode by its number in
+    ``episodes`` (the indices of these episodes in the caller's batch)."""
+    B, S, _ = T.shape
+    K = obs.shape[1]
+    log_init = torch.full((B, S), -math.log(S), dtype=torch.float64, device=T.device) if init is None else init.log()
+    log_T = T.log()
     log_emit = E.log().gather(2, obs.unsqueeze(1).expand(B, S, K)).transpose(1, 2)  # (B, K, S)
     out = torch.empty(B, K, S, dtype=torch.float64, device=T.device)
     norms = torch.empty(B, K, dtype=torch.float64, device=T.device)  # log p(o_t | o_<t)
@@ -146,8 +205,48 @@ def forward_filter(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None
     impossible = torch.isneginf(norms)  # checked once, after the loop (no device sync per step)
     if impossible.any():
         b, t = (int(i) for i in impossible.nonzero()[0])
-        raise ValueError(f"obs has probability 0 under the model (episode {b}, time {t}): no posterior exists")
-    return out[0] if unbatched else out
+        raise ValueError(f"obs has probability 0 under the model (episode {int(episodes[b])}, time {t}): "
+                         f"no posterior exists")
+    return out
+
+
+# The probability-space filter: used where every emission probability is at least _FAST_MIN_EMIT.
+# Then an observation keeps at least that fraction of the beliefs' total (T only moves mass between
+# states), so rescaling the running beliefs every _RESCALE_EVERY steps keeps them above 1e-96 of
+# their last total: far from float64's smallest normal number, and no observation is impossible.
+_FAST_MIN_EMIT = 1e-3
+_RESCALE_EVERY = 32
+
+
+def _forward_prob(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None) -> Tensor:
+    """The forward filter in probability space with the episodes last: ``T`` (S, S, B), ``E``
+    (S, O, B), ``obs`` (K, B) with K >= 1, ``init`` (S, B) or None (uniform), float64 -> (B, K, S)
+    float64, no argument checks (see :data:`_FAST_MIN_EMIT` for when it is safe).
+
+    The running beliefs alpha are left unnormalised (scaling them, or leaving out a uniform initial
+    factor, changes no posterior) and normalised once at the end; one step is
+    ``alpha_t = alpha_{t-1} (T diag(e_t))`` with the matrices built up front. The episode index is
+    the last, contiguous dimension because torch's kernels are slow over innermost dimensions as
+    short as S; the shared code makes :meth:`HMM.sample`'s posteriors equal :func:`forward_filter`'s
+    on the decoded episodes, bit for bit.
+    """
+    S, _, B = T.shape
+    K = obs.shape[0]
+    emit = E.gather(1, obs.unsqueeze(0).expand(S, K, B)).transpose(0, 1)  # (K, S, B): p(o_t | s_t = s)
+    steps = T.unsqueeze(0) * emit[1:].unsqueeze(1)  # (K-1, S, S, B): T diag(e_t)
+    alpha = torch.empty(K, S, B, dtype=torch.float64, device=T.device)
+    if init is None:
+        alpha[0] = emit[0]
+    else:
+        torch.mul(init, emit[0], out=alpha[0])
+    prod = torch.empty(S, S, B, dtype=torch.float64, device=T.device)
+    for t in range(1, K):
+        prev = alpha[t - 1]
+        if t % _RESCALE_EVERY == 0:
+            prev = prev / prev.sum(0)
+        torch.mul(prev.unsqueeze(1), steps[t - 1], out=prod)
+        torch.sum(prod, 0, out=alpha[t])
+    return (alpha / alpha.sum(1, keepdim=True)).view(K * S, B).t().contiguous().view(B, K, S)
 
 
 def recent_filter(T: Tensor, E: Tensor, obs: Tensor, window: int, init: Tensor | None = None) -> Tensor:
@@ -268,6 +367,12 @@ class HMM(Tunnel):
         self.vocab_size = self.SYMBOL0 + O
         self.n_classes = S
         self.answer_tokens = None
+        # Per episode, int64/float64 words: the step maps and filter matrices (K x S x S each), the
+        # beliefs, draws, states and symbols (a few K x S, K x O), the parameters and their rounding
+        # (S x (S + O) rows, pairwise rank comparisons), and the tokens.
+        self.episode_bytes = 8 * (K * (2 * S * S + 6 * S + 2 * O + 6) + S * (S + O) * (8 + max(S, O))
+                                  + self.seq_len)
+        check_size("K", self.episode_bytes)
         self.positions = self.header_len + 1 + 2 * torch.arange(K)  # the symbol tokens
 
     def config(self) -> dict[str, Any]:
@@ -276,38 +381,75 @@ class HMM(Tunnel):
     def sample_params(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         """Fresh (T, E) in integer hundredths: (B, S, S) and (B, S, O) int64, Dirichlet(1) rows,
         floored at 0.05, renormalised, rounded by :func:`round_to_hundredths`."""
-        B, S, O = check_int("batch_size", batch_size, 1), self.S, self.O
-        g, dev = generator, generator.device
+        B, g = self._check_sample_args(batch_size, generator)
+        TE = self._sample_params(B, g)
+        return TE[..., :self.S].contiguous(), TE[..., self.S:].contiguous()
+
+    def _sample_params(self, B: int, g: torch.Generator) -> Tensor:
+        """:meth:`sample_params` as one (B, S, S + O) int64 tensor ``[T | E]``."""
+        S, O, dev = self.S, self.O, g.device
         u = torch.rand(B, S, S + O, generator=g, device=dev, dtype=torch.float64)
-        gam = -torch.log1p(-u)  # Exponential(1) = Gamma(1); normalised rows are Dirichlet(1)
+        gam = torch.log1p(u.neg_()).neg_()  # -log(1 - u): Exponential(1); normalised rows are Dirichlet(1)
+        if S == O and dev.type == "cpu":
+            # T's and E's rows side by side: each operation below does both at once. On the CPU these
+            # are the same numbers as normalising the two halves separately (each row sum adds the
+            # same S entries in the same order); other devices keep the separate operations below,
+            # whose reductions may associate differently for the two memory layouts.
+            gam = gam.view(B, S, 2, S)
+            p = (gam / gam.sum(-1, keepdim=True)).clamp_min(FLOOR_HUNDREDTHS / 100)
+            return _round_to_hundredths(p / p.sum(-1, keepdim=True), rows_sum_to_one=True).view(B, S, 2 * S)
         p = torch.cat([gam[..., :S] / gam[..., :S].sum(-1, keepdim=True),
                        gam[..., S:] / gam[..., S:].sum(-1, keepdim=True)], dim=-1)
         p = p.clamp_min(FLOOR_HUNDREDTHS / 100)
         T_p = p[..., :S] / p[..., :S].sum(-1, keepdim=True)
         E_p = p[..., S:] / p[..., S:].sum(-1, keepdim=True)
-        return round_to_hundredths(T_p), round_to_hundredths(E_p)
+        return torch.cat([_round_to_hundredths(T_p, rows_sum_to_one=True),
+                          _round_to_hundredths(E_p, rows_sum_to_one=True)], dim=-1)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
-        B, S, K = check_int("batch_size", batch_size, 1), self.S, self.K
-        g, dev = generator, generator.device
-        T_h, E_h = self.sample_params(B, g)
-        # Exact inverse-CDF sampling on the integer hundredths: a draw r in 0..99 picks the state
-        # (symbol) whose cumulative hundredths first exceed r.
-        T_cum, E_cum = T_h.cumsum(-1), E_h.cumsum(-1)
+        (B, g), S, O, K = self._check_sample_args(batch_size, generator), self.S, self.O, self.K
+        dev = g.device
+        TE_h = self._sample_params(B, g)  # (B, S, S + O) int64 hundredths: [T | E]
         r_state = torch.randint(0, 100, (B, K), generator=g, device=dev)
         r_obs = torch.randint(0, 100, (B, K), generator=g, device=dev)
         s0 = torch.randint(0, S, (B,), generator=g, device=dev)
-        states = torch.empty(B, K, dtype=torch.int64, device=dev)
-        states[:, 0] = s0
-        rows = torch.arange(B, device=dev)
+        # From here on the episode index is the last (contiguous) dimension: torch's kernels are slow
+        # over innermost dimensions as short as S and O, fast over the B episodes.
+        TE_h_last = TE_h.view(B, S * (S + O)).t().contiguous().view(S, S + O, B)
+        # Exact inverse-CDF sampling on the integer hundredths: a draw r in 0..99 picks the state
+        # (symbol) whose cumulative hundredths first exceed r, i.e. the number of them <= r (the last
+        # cumulative sum is 100 > r, so it is left out). All these numbers fit in uint8, where torch's
+        # comparisons and counts are several times faster than in int64.
+        TE_u8 = TE_h_last.to(torch.uint8)
+        T_cum = TE_u8[:, :S - 1].cumsum(1, dtype=torch.uint8)  # (S, S-1, B)
+        E_cum = TE_u8[:, S:S + O - 1].cumsum(1, dtype=torch.uint8)  # (S, O-1, B)
+        r = torch.empty(2, K, B, dtype=torch.uint8, device=dev)
+        r[0], r[1] = r_state.t(), r_obs.t()
+        # step[t - 1, i, b]: the state at t if the state at t - 1 is i; following it is one gather a step.
+        step = (T_cum.unsqueeze(0) <= r[0, 1:, None, None, :]).sum(2, dtype=torch.uint8).to(torch.int64)
+        states = torch.empty(K, B, dtype=torch.int64, device=dev)
+        states[0] = s0
         for t in range(1, K):
-            cum = T_cum[rows, states[:, t - 1]]  # (B, S)
-            states[:, t] = (cum <= r_state[:, t : t + 1]).sum(1)
-        e_cum = E_cum.gather(1, states.unsqueeze(2).expand(B, K, self.O))  # (B, K, O)
-        obs = (e_cum <= r_obs.unsqueeze(2)).sum(2)
-        probs = forward_filter(T_h.to(torch.float64) / 100, E_h.to(torch.float64) / 100, obs)
-        inputs = tokenize(T_h, E_h, obs)
-        return Episodes(inputs=inputs, positions=self.positions.to(dev), target=states, probs=probs)
+            torch.gather(step[t - 1], 0, states[t - 1:t], out=states[t:t + 1])
+        e_cum = E_cum.gather(0, states.unsqueeze(1).expand(K, O - 1, B))  # (K, O-1, B): cum. of s_t's row
+        obs = (e_cum <= r[1].unsqueeze(1)).sum(1, dtype=torch.uint8).to(torch.int64)  # (K, B)
+        TE = TE_h_last.to(torch.float64) / 100
+        probs = _forward_prob(TE[:, :S], TE[:, S:], obs)  # every probability is >= 0.05: see _FAST_MIN_EMIT
+        return Episodes(inputs=self._tokenize(TE_h, obs.t()), positions=self.positions.to(dev),
+                        target=states.t().contiguous(), probs=probs)
+
+    def _tokenize(self, TE_h: Tensor, obs: Tensor) -> Tensor:
+        """:func:`tokenize` without the argument checks, for ``[T | E]`` hundredths (B, S, S + O) this
+        tunnel drew and symbols (B, K)."""
+        B, S, O = obs.shape[0], self.S, self.O
+        x = torch.empty(B, self.seq_len, dtype=torch.int64, device=obs.device)
+        e, sep = 1 + S * S, 2 + S * S + S * O  # positions of EMIT and SEP
+        x[:, 0], x[:, e], x[:, sep] = self.TRANS, self.EMIT, self.SEP
+        torch.sub(TE_h[..., :S], FLOOR_HUNDREDTHS, out=x[:, 1:e].view(B, S, S))
+        torch.sub(TE_h[..., S:], FLOOR_HUNDREDTHS, out=x[:, e + 1:sep].view(B, S, O))
+        x[:, sep + 1::2] = self.OBS
+        torch.add(obs, self.SYMBOL0, out=x[:, sep + 2::2])
+        return x
 
     @classmethod
     def decode(cls, tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -1,4 +1,4 @@
-"""Associative recall (random-access binding), spec 1.4.
+"""Associative recall (random-access binding).
 
 A hidden random *function* f on {0..V-1}, fresh per episode: each key's value is uniform on
 {0..V-1}, independently of the others (values may repeat, unlike the bijection). The model sees
@@ -37,18 +37,24 @@ import torch
 from torch import Tensor
 
 from ..validation import check_choice, check_int
-from .base import Episodes, Tunnel
+from .base import Episodes, Tunnel, check_size
+
+
+# Largest V whose posterior rows are tabulated ((V + 1) x V float64: 264 KiB at V = 181).
+_MAX_ROWS_V = 181
 
 
 def _seen_before(keys: Tensor, V: int) -> Tensor:
     """(B, P) bool: ``keys[:, t]`` occurs among ``keys[:, :t]``."""
-    onehot = torch.nn.functional.one_hot(keys, V).to(torch.int32)  # (B, P, V)
-    earlier = onehot.cumsum(1) - onehot  # occurrences strictly before t
-    return earlier.gather(2, keys.unsqueeze(2)).squeeze(2) > 0
+    B, P = keys.shape
+    t = torch.arange(P, device=keys.device).expand(B, P)
+    # first[b, k]: the first position of key k (P if it never occurs)
+    first = torch.full((B, V), P, dtype=torch.int64, device=keys.device).scatter_reduce_(1, keys, t, reduce="amin")
+    return first.gather(1, keys) < t
 
 
 class Recall(Tunnel):
-    """Associative recall of a random function (spec 1.4); see the module docstring for layouts."""
+    """Associative recall of a random function; see the module docstring for layouts."""
 
     name = "recall"
     kind = "categorical"
@@ -64,22 +70,34 @@ class Recall(Tunnel):
         self.n_pairs = check_int("n_pairs", n_pairs, 1)
         self.gap = check_int("gap", gap, 0)
         self.n_queries = check_int("n_queries", n_queries, 1)
+        if variant == "mqar" and n_pairs > V:
+            raise ValueError(
+                f"n_pairs must be <= V (stored keys are distinct, drawn without replacement): "
+                f"got n_pairs={n_pairs}, V={V}"
+            )
+        n, m = n_pairs, n_queries
+        seq_len = 2 * n + gap + 2 * m - 1 if variant == "mqar" else 2 * L - 1
+        n_pos = n + m if variant == "mqar" else L
+        # Per episode: the float64 posterior (with two more such blocks of temporaries when V is too
+        # large for the table below), the function f, keys, values, tokens and bookkeeping rows.
+        # Fixed: the answer_tokens tuple (about 40 bytes a value).
+        self.episode_bytes = 8 * ((1 if V <= _MAX_ROWS_V else 3) * n_pos * V + seq_len + 6 * n_pos + 3 * V)
+        check_size("V, L, n_pairs, gap and n_queries", self.episode_bytes + 40 * V)
+        self.seq_len = seq_len
         if variant == "mqar":
-            if n_pairs > V:
-                raise ValueError(
-                    f"n_pairs must be <= V (stored keys are distinct, drawn without replacement): "
-                    f"got n_pairs={n_pairs}, V={V}"
-                )
-            n, m = n_pairs, n_queries
-            self.seq_len, self.vocab_size = 2 * n + gap + 2 * m - 1, 2 * V + 1
+            self.vocab_size = 2 * V + 1
             self.fill_token: int | None = 2 * V
-            self.positions = torch.cat([torch.arange(0, 2 * n, 2), torch.arange(2 * n + gap, self.seq_len, 2)])
+            self.positions = torch.cat([torch.arange(0, 2 * n, 2), torch.arange(2 * n + gap, seq_len, 2)])
         else:
-            self.seq_len, self.vocab_size = 2 * L - 1, 2 * V
+            self.vocab_size = 2 * V
             self.fill_token = None
             self.positions = torch.arange(0, 2 * L, 2)
         self.n_classes = V
         self.answer_tokens = tuple(range(V, 2 * V))
+        # For small V, posterior rows are looked up by code: one-hot rows 0..V-1 (a recalled key: a
+        # point mass on its value) and the uniform row V (a new key: every value has probability 1/V).
+        self._rows = None if V > _MAX_ROWS_V else torch.cat(
+            [torch.eye(V, dtype=torch.float64), torch.full((1, V), 1.0 / V, dtype=torch.float64)])
 
     def config(self) -> dict[str, Any]:
         """The parameters that matter for this variant (``L`` for default; pairs, gap, queries for mqar)."""
@@ -89,8 +107,8 @@ class Recall(Tunnel):
         return {"tunnel": self.name, "V": self.V, "L": self.L, "variant": self.variant}
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
-        B, V = check_int("batch_size", batch_size, 1), self.V
-        g, dev = generator, generator.device
+        (B, g), V = self._check_sample_args(batch_size, generator), self.V
+        dev = g.device
         f = torch.randint(0, V, (B, V), generator=g, device=dev)  # f[b, k] = value of key k
         if self.variant == "mqar":
             n, m = self.n_pairs, self.n_queries
@@ -115,9 +133,15 @@ class Recall(Tunnel):
         ``keys``/``values`` (B, P) list the pairs in sequence order, one per prediction position.
         """
         V = self.V
-        seen = _seen_before(keys, V).unsqueeze(2)
-        point = torch.nn.functional.one_hot(values, V).to(torch.float64)
-        return torch.where(seen, point, torch.full_like(point, 1.0 / V))
+        if self._rows is None:
+            seen = _seen_before(keys, V).unsqueeze(2)
+            point = torch.nn.functional.one_hot(values, V).to(torch.float64)
+            return torch.where(seen, point, 1.0 / V)
+        if self._rows.device != keys.device:  # moved once, then kept on the episodes' device
+            self._rows = self._rows.to(keys.device)
+        rows = self._rows
+        code = torch.where(_seen_before(keys, V), values, V)  # the value if recalled, else V (uniform)
+        return rows.index_select(0, code.view(-1)).view(*code.shape, V)
 
     def seen_mask(self, episodes: Episodes) -> Tensor:
         """(B, P) bool: the key at each prediction position appeared earlier in its episode (a recall).

@@ -1,4 +1,4 @@
-"""Bayesian linear regression (continuous accumulation), spec 1.5.
+"""Bayesian linear regression (continuous accumulation).
 
 Fresh weights per episode, ``w ~ N(0, tau^2 I_d)``; inputs ``x_i ~ N(0, I_d)``; observations
 ``y_i = w . x_i + eps_i`` with ``eps_i ~ N(0, sigma^2)``; ``N`` points. At every new ``x`` the model
@@ -29,7 +29,8 @@ Exact posterior predictive at x token i, having seen the pairs ``j < i``: Gaussi
 predictive: mean 0, variance ``sigma^2 + tau^2 |x_i|^2``). It is computed in float64 from the float32
 values the model sees (x is drawn in float32, y is rounded to float32 before anything else), so it
 is the exact posterior of the episode as presented; the rounding of y (relative 6e-8) is far below
-``sigma``.
+``sigma``. That holds in the allowed range, ``1e-6 <= tau, sigma <= 1e6`` and ``tau / sigma <= 1e4``
+(:data:`SCALE_MIN`, :data:`SCALE_MAX`, :data:`MAX_TAU_OVER_SIGMA`); other values raise ValueError.
 
 Module helpers (tensors only, float64, entropies and divergences in bits):
 :func:`posterior_predictive`, :func:`gaussian_entropy_bits`, :func:`gaussian_kl_bits`, and the
@@ -44,20 +45,36 @@ import torch
 from torch import Tensor
 
 from ..validation import check_choice, check_float_tensor, check_int
-from .base import Episodes, Tunnel
+from .base import Episodes, Tunnel, check_size
 
 # Elements of one (B, chunk, d, d) float64 block of prefix statistics in Regression.posterior: the
 # positions are processed in chunks so memory stays bounded (32 MiB a block) for large d and N.
 _CHUNK_ELEMS = 2 ** 22
 
 
+# The allowed prior and noise scales. Within [1e-6, 1e6] the squares and reciprocals of tau and sigma
+# are normal float64 numbers and the float32 inputs (|y| about tau |x|) stay finite and far from
+# float32's overflow and underflow.
+SCALE_MIN, SCALE_MAX = 1e-6, 1e6
+# The tunnel rounds y to float32 (relative error 2^-24 = 6e-8 of |y|, about tau |x|) and its posterior
+# treats the rounded y as exact data with noise sigma. With tau / sigma <= 1e4 that rounding stays
+# below 1e-3 sigma per unit of |x|, negligible next to the noise, so the posterior is exact for the
+# episode as shown; it also keeps the posterior precision's condition number (about
+# 1 + N |x|^2 tau^2 / sigma^2) far from float64's limit.
+MAX_TAU_OVER_SIGMA = 1e4
+
+
 def _check_scale(name: str, value: Any) -> float:
-    """A finite float > 0 (ints accepted), naming the argument on error."""
+    """A float (ints accepted) in [SCALE_MIN, SCALE_MAX], naming the argument and the range on error."""
+    allowed = f"allowed: {SCALE_MIN:g} <= {name} <= {SCALE_MAX:g}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a finite float > 0, got {value!r} ({type(value).__name__})")
+        raise TypeError(f"{name} must be a finite float > 0, got {value!r} ({type(value).__name__}); {allowed}")
     value = float(value)
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite float > 0, got {value}")
+        raise ValueError(f"{name} must be a finite float > 0, got {value}; {allowed}")
+    if not SCALE_MIN <= value <= SCALE_MAX:
+        raise ValueError(f"{name} must be a finite float > 0 in [{SCALE_MIN:g}, {SCALE_MAX:g}], got {value:g}; "
+                         f"{allowed} (there the float64 posterior stays finite and exact)")
     return value
 
 
@@ -109,7 +126,12 @@ def posterior_predictive(X: Tensor, y: Tensor, x_new: Tensor, tau: float, sigma:
             raise ValueError(f"{name} must be finite (no NaN or inf)")
     xtx = X.transpose(-1, -2) @ X
     xty = (X * y.unsqueeze(-1)).sum(-2)
-    return _predictive_from_stats(xtx, xty, x_new, tau, sigma)
+    mean, var = _predictive_from_stats(xtx, xty, x_new, tau, sigma)
+    if not (bool(torch.isfinite(mean).all()) and bool(torch.isfinite(var).all())):
+        raise ValueError(f"the posterior precision I / tau^2 + X^T X / sigma^2 is numerically singular in float64 "
+                         f"(tau / sigma = {tau / sigma:.3g}, largest |X| entry {X.abs().max().item():.3g}): "
+                         f"lower tau / sigma or rescale X")
+    return mean, var
 
 
 class Regression(Tunnel):
@@ -125,7 +147,18 @@ class Regression(Tunnel):
         self.N = check_int("N", N, 1)
         self.tau = _check_scale("tau", tau)
         self.sigma = _check_scale("sigma", sigma)
+        if self.tau > MAX_TAU_OVER_SIGMA * self.sigma:
+            raise ValueError(f"tau / sigma must be <= {MAX_TAU_OVER_SIGMA:g}, got tau = {self.tau:g}, sigma = "
+                             f"{self.sigma:g} (ratio {self.tau / self.sigma:.3g}): y is shown in float32, and past "
+                             f"this ratio its rounding is no longer negligible next to the noise sigma")
         self.variant = check_choice("variant", variant, self.variants)
+        # Per episode: x, y, w and the noise (float32 and float64 copies), the tokens, and the
+        # posterior's float64 prefix statistics, (d x d) blocks per position (about six at a time);
+        # Regression.posterior takes the positions in chunks of at most _CHUNK_ELEMS block entries for
+        # the whole batch, so beyond one position per episode that part is bounded by fixed_bytes.
+        self.episode_bytes = 48 * d * d + 8 * N * (4 * d + 10)
+        self.fixed_bytes = 48 * _CHUNK_ELEMS
+        check_size("d and N", self.episode_bytes + self.fixed_bytes)
         if variant == "pairs":
             self.seq_len, self.n_features, self.positions = N, 2 * d + 2, torch.arange(N)
         else:
@@ -137,8 +170,8 @@ class Regression(Tunnel):
                 "variant": self.variant}
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
-        B, d, N = check_int("batch_size", batch_size, 1), self.d, self.N
-        g, dev = generator, generator.device
+        (B, g), d, N = self._check_sample_args(batch_size, generator), self.d, self.N
+        dev = g.device
         w = torch.randn(B, d, generator=g, device=dev, dtype=torch.float64) * self.tau
         x = torch.randn(B, N, d, generator=g, device=dev, dtype=torch.float32)  # what the model sees
         eps = torch.randn(B, N, generator=g, device=dev, dtype=torch.float64) * self.sigma

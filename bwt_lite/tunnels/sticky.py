@@ -1,4 +1,4 @@
-"""The sticky Markov chain of Paper II (spec 1.6): predict the next symbol from noisy inputs.
+"""The sticky Markov chain of Paper II: predict the next symbol from noisy inputs.
 
 A Markov chain over ``S`` symbols (default 8) with a fixed transition matrix (:func:`transition_matrix`):
 off-diagonal weights proportional to 1 / circular distance, the diagonal weighted ``stay`` (0.3), each
@@ -40,18 +40,31 @@ from torch import Tensor
 
 from ..metrics import LN2, entropy_bits
 from ..validation import check_choice, check_float_tensor, check_int
-from .base import Episodes, Tunnel
+from .base import Episodes, Tunnel, check_seed, check_size
+
+
+# Allowed noise scales. Below 1e-4 the float32 rounding of the inputs (about 6e-8 of |mu| + noise)
+# would no longer be negligible next to the noise the posterior assumes; above 1e6 the float32
+# inputs and the squared distances in the likelihood would approach overflow.
+NOISE_MIN, NOISE_MAX = 1e-4, 1e6
 
 
 def _check_real(name: str, value: Any, *, probability: bool = False) -> float:
-    """A finite float, in [0, 1] if ``probability`` else > 0, naming the argument on error."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite float, got {value!r} ({type(value).__name__})")
+    """A finite float (ints accepted), in [0, 1] if ``probability`` else in [NOISE_MIN, NOISE_MAX],
+    naming the argument and the allowed range on error."""
+    low, high = (0.0, 1.0) if probability else (NOISE_MIN, NOISE_MAX)
+    allowed = f"allowed: {low:g} <= {name} <= {high:g}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a finite float, got {value!r} ({type(value).__name__}); {allowed}")
     value = float(value)
-    if probability and not 0.0 <= value <= 1.0:
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite float, got {value}; {allowed}")
+    if probability and not low <= value <= high:
         raise ValueError(f"{name} must lie in [0, 1], got {value}")
     if not probability and value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+        raise ValueError(f"{name} must be > 0, got {value}; {allowed}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must lie in [{low:g}, {high:g}], got {value:g}; {allowed}")
     return value
 
 
@@ -64,6 +77,7 @@ def transition_matrix(S: int = 8, stay: float = 0.3) -> Tensor:
     """
     S = check_int("S", S, 2, "at least two symbols")
     stay = _check_real("stay", stay, probability=True)
+    check_size("S", 8 * 4 * S * S, "the transition matrix")
     i = torch.arange(S)
     dist = (i[:, None] - i[None, :]).abs()
     dist = torch.minimum(dist, S - dist).to(torch.float64)
@@ -73,7 +87,8 @@ def transition_matrix(S: int = 8, stay: float = 0.3) -> Tensor:
 
 def symbol_means(S: int = 8, d: int = 20, seed: int = 0) -> Tensor:
     """The fixed symbol means ``mu`` (S, d) float64: standard normal entries drawn from ``seed``."""
-    S, d = check_int("S", S, 2), check_int("d", d, 1)
+    S, d, seed = check_int("S", S, 2), check_int("d", d, 1), check_seed("seed", seed)
+    check_size("S and d", 8 * S * d, "the symbol means")
     return torch.randn(S, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
@@ -101,8 +116,14 @@ class Sticky(Tunnel):
         self.L = check_int("L", L, 1)
         self.stay = _check_real("stay", stay, probability=True)
         self.noise = _check_real("noise", noise)
-        self.means_seed = check_int("means_seed", means_seed, 0)
+        self.means_seed = check_seed("means_seed", means_seed)
         self.variant = check_choice("variant", variant, self.variants)
+        # The fixed tables (T and its cumulative sums, the means), then per episode: the inputs and
+        # noise (L x d, several float32/float64 copies), the likelihood's differences to every mean
+        # (L x S x d float64, two at a time), and the beliefs, predictive and draws (L x S).
+        self.fixed_bytes = 8 * (4 * S * S + 2 * S * d)
+        self.episode_bytes = 8 * (2 * L * S * d + 4 * L * d + 6 * L * S + 3 * L + 3)
+        check_size("S, d and L", self.fixed_bytes + self.episode_bytes)
         self.T = transition_matrix(S, stay)  # (S, S) float64
         self.means = symbol_means(S, d, means_seed)  # (S, d) float64
         self.seq_len, self.n_features, self.vocab_size = L, d, 0
@@ -116,8 +137,8 @@ class Sticky(Tunnel):
     def sample_symbols(self, batch_size: int, generator: torch.Generator) -> tuple[Episodes, Tensor]:
         """A batch of episodes and the symbols ``y_0..y_{L-1}`` the tokens show (B, L) int64
         (``y_{t+1}``, the target of token t, is ``episodes.target[:, t]``)."""
-        B, S, L = check_int("batch_size", batch_size, 1), self.S, self.L
-        g, dev = generator, generator.device
+        (B, g), S, L = self._check_sample_args(batch_size, generator), self.S, self.L
+        dev = g.device
         cum = self.T.to(dev).cumsum(1)
         r = torch.rand(B, L, generator=g, device=dev, dtype=torch.float64)
         y = torch.empty(B, L + 1, dtype=torch.int64, device=dev)
@@ -170,11 +191,12 @@ class Sticky(Tunnel):
         predictive in nats over ``episodes`` fresh episodes (generator seeded ``seed``), with its
         standard error (episodes are independent; positions within one are not)."""
         check_int("episodes", episodes, 2)
-        g = torch.Generator().manual_seed(seed)
+        check_int("batch_size", batch_size, 1)
+        g = torch.Generator().manual_seed(check_seed("seed", seed))
         per_episode = []
         left = episodes
         while left > 0:
-            n = min(check_int("batch_size", batch_size, 1), left)
+            n = min(batch_size, left)
             per_episode.append(entropy_bits(self.sample(n, g).probs).mean(1) * LN2)
             left -= n
         h = torch.cat(per_episode)
