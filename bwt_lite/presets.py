@@ -1,4 +1,4 @@
-"""Named configurations ``(tunnel, arch, scale)``: ``lite`` (CPU, minutes) and ``paper`` (spec 1.7-1.8).
+"""Named configurations ``(tunnel, arch, scale)``: ``lite`` (CPU, minutes) and ``paper`` (Paper I's setup).
 
 A :class:`Preset` holds the full tunnel, model and training configuration; its :meth:`Preset.key`
 (a SHA-256 of all of it plus the checkpoint format version) keys the checkpoint cache.
@@ -26,6 +26,11 @@ TUNNEL_ARGS: dict[str, dict[str, Any]] = {
     "regression": {"d": 4, "N": 16, "tau": 1.0, "sigma": 0.5, "variant": "pairs"},
     "sticky": {"S": 8, "d": 20, "L": 64, "stay": 0.3, "noise": 1.0, "means_seed": 0, "variant": "default"},
 }
+# A variant's own tunnel arguments, over TUNNEL_ARGS. The slow-mixing HMM has 3 states, whose
+# self-transitions can reach 0.90 under the 0.05 floor, and 30 steps to carry a belief across.
+VARIANT_ARGS: dict[tuple[str, str], dict[str, Any]] = {
+    ("hmm", "slow"): {"S": 3, "O": 5, "K": 30},
+}
 # Longest episode a model is evaluated on (length generalisation): its position table covers it.
 EVAL_LENGTH: dict[str, int] = {"hmm": 50}
 
@@ -37,8 +42,8 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
     ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
     ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
-    # LSTM: the spec's 6 layers of width 192 (1,793,856 parameters on the bijection: "about 1.8M").
-    # Lite: 3 layers of d = 128 (406,400 on the bijection, +0.3 % of the lite transformer).
+    # LSTM, paper: Paper I's 6 layers of width 192 (1,793,856 parameters on the bijection, its "about
+    # 1.8M"; not matched to the transformer). Lite: 3 layers of d = 128 (406,400, +0.3 %).
     ("lstm", "paper"): {"d_model": 192, "n_layers": 6},
     ("lstm", "lite"): {"d_model": 128, "n_layers": 3},
     # Mamba: the transformer's width (same embeddings and head) and the number of blocks whose count
@@ -51,9 +56,8 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
 # Per-tunnel sizes where a tunnel's paper model differs from the defaults above.
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
-    # 2 heads of 32: the same parameters as 4 heads of 16, about 2x faster per step on a CPU, and it
-    # left the 0.08-bit plateau of the 4-head model at step ~7,500 (last weights 0.049 bits, KL 0.0125,
-    # at 10,000; the shipped weight average 0.047, KL 0.012, on the same 2,048 held-out episodes)
+    # 2 heads of 32: the same parameters as 4 heads of 16, about 2x faster per step on a CPU, and the
+    # run that left the 4-head model's plateau; see the lab notes, "HMM recipe"
     ("hmm", "transformer", "lite"): {"d_model": 64, "n_layers": 4, "n_heads": 2},
     # matched to the HMM's smaller lite transformer (215,301): MLP +0.4 %, LSTM -1.9 %, Mamba -1.9 %
     ("hmm", "mlp", "lite"): {"d_model": 64, "n_layers": 6},
@@ -66,11 +70,10 @@ TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("regression", "mamba", "lite"): {"d_model": 152, "n_layers": 2},
 }
 
-# Training recipes. Paper: the authors' production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0,
-# clip 1.0, batch 256, 50k steps). Lite: sized to finish in minutes on 2 CPU cores, with weight decay
-# 0.01: with sampled targets the entropy MAE stalls at a floor set by weight decay against the small,
-# noisy gradient that removes probability leaked onto eliminated values (0.1 stalls near 0.024 bits
-# at this size; 0.01 reaches 0.014 in the same 10k steps).
+# Training recipes. Paper: the authors' production run in Paper I (AdamW 3e-4, wd 0.1, warmup 2k,
+# cosine to 0, clip 1.0, batch 256, 50k steps). Lite: minutes on 2 CPU cores, weight decay 0.01: with
+# sampled targets the entropy MAE stalls at a floor where weight decay balances the small gradient that
+# removes probability leaked onto eliminated values (chapter 2; the lab notes, "Bijection recipe").
 TRAIN: dict[tuple[str, str], TrainConfig] = {
     ("transformer", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
                                           eval_every=1_000),
@@ -78,16 +81,15 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
                                   eval_every=1_000),
     ("transformer", "lite"): TrainConfig(steps=10_000, batch_size=64, lr=2e-3, weight_decay=0.01,
                                          warmup_steps=200, eval_every=500),
-    # The MLP control cannot mix positions, so it is done learning early: the 1,000-step controls were
-    # flat on held-out episodes from the first evaluation at step 100 (entropy MAE, bits, step 100 ->
-    # 1,000: bijection 1.106 -> 1.107, HMM 0.413 -> 0.413, recall 2.258 -> 2.259). 300 steps, 3x that.
+    # 300 steps: the MLP control cannot mix positions, so it is done learning early (flat on held-out
+    # episodes from step 100; the lab notes, "MLP controls")
     ("mlp", "lite"): TrainConfig(steps=300, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
                                  eval_every=50),
     ("lstm", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
     ("mamba", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
     # Lite LSTM and Mamba: smaller batches than the transformer's, because a step costs more on a CPU
     # (the LSTM's recurrence is sequential; Mamba's state is (batch, T, 2d, 16) per block), and a
-    # learning-rate floor, as for recall and regression below. Measured ms/step: see bwt bench.
+    # learning-rate floor, as for recall and regression below. `bwt bench` measures ms/step.
     ("lstm", "lite"): TrainConfig(steps=4_000, batch_size=32, lr=2e-3, weight_decay=0.01, warmup_steps=200,
                                   min_lr_ratio=0.1, eval_every=250),
     ("mamba", "lite"): TrainConfig(steps=3_000, batch_size=16, lr=2e-3, weight_decay=0.01, warmup_steps=200,
@@ -98,15 +100,9 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
 TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("hmm", "transformer", "paper"): replace(TRAIN[("transformer", "paper")], target="soft"),
     ("hmm", "mlp", "paper"): replace(TRAIN[("mlp", "paper")], target="soft"),
-    # HMM: d = 64 trains ~2x faster per step than d = 96 and went further in the same time; 10,000
-    # steps with a learning-rate floor (d = 96, 3,000 steps, cosine to 0: 0.136 bits; this: 0.083).
-    # The shipped run then left that 0.083-bit plateau at about step 7,500 and ended at 0.050; reruns
-    # changing one thing (13,000 steps; 4 heads; 5 or 6 layers; batch 64) stayed on it: the escape is
-    # not reliable. The plateau is the exact filter of the current symbol alone (hmm.recent_filter
-    # with w = 1); leaving it takes a head that looks back at earlier symbols (chapter 3).
-    # ema: the shipped model is the moving average of the weights (decay 0.99) of that same run: on
-    # 16 x 2,048 held-out episodes 0.0482 +- 0.0002 bits against 0.0504 for its raw last weights
-    # (0.995: 0.0483; 0.998: 0.0490; 0.999: 0.0557, lagging behind the late escape).
+    # HMM: 10,000 steps with a learning-rate floor, to leave the plateau of the filter that reads only
+    # the current symbol (chapter 3; not reliable across seeds and threads). ema=0.99: the shipped model
+    # is the moving average of the weights, a little better than the last ones. Lab notes, "HMM recipe".
     ("hmm", "transformer", "lite"): TrainConfig(steps=10_000, batch_size=32, lr=2e-3, weight_decay=0.01,
                                                 warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
                                                 target="soft", ema=0.99),
@@ -115,34 +111,22 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("hmm", "mamba", "paper"): replace(TRAIN[("mamba", "paper")], target="soft"),
     # the HMM episode is 93 tokens (2.5x the bijection's): fewer steps keep these cells in minutes
     ("hmm", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], steps=3_000, target="soft"),
-    # Mamba sits on the uniform belief (0.413 bits) for thousands of steps. This 6,000-step run left it
-    # only at the end (0.404 bits at step 6,000, as the learning rate reached its floor); a 10,000-step
-    # run from the same seed never did (0.413 at every evaluation). Chapter 6 discusses it.
+    # Mamba sits on the uniform belief for thousands of steps; this run starts to leave it only at the
+    # end (chapters 6 and 10; the lab notes, "HMM recipe")
     ("hmm", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], steps=6_000, target="soft"),
-    # Recall: a long plateau before the retrieval circuit forms (4,000 steps of d = 96 with the cosine
-    # down to 0 stalled at 28 % on seen keys); a longer run whose learning rate keeps a floor.
+    # Recall: a long plateau before the retrieval circuit forms, so a longer run whose learning rate
+    # keeps a floor (the lab notes, "Recall recipe")
     ("recall", "transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=2e-3, weight_decay=0.01,
                                                    warmup_steps=200, min_lr_ratio=0.1, eval_every=250),
-    # Regression: soft targets (the expected Gaussian NLL under the exact predictive: the same optimum as
-    # the sampled NLL without the noise of one draw of y). Held-out entropy MAE / KL, bits, 2 one-thread
-    # runs side by side: sampled, 6,000 x 64: 0.183 / 0.156; soft, 6,000 x 64: 0.150 / 0.144; soft, 15,000
-    # x 64: 0.097 / 0.084; 15,000 x 128 at 3e-3: 0.074 / 0.055 (0.071 / 0.052 averaged). At 3e-3 the error
-    # only crept down. A peak of 5e-3 let the 15,000-step run (seed 0) pass a transition at steps
-    # 8,500-10,500 (training loss 1.28 -> 1.25; relative MSE of the mean 0.017 -> 0.006) and end at 0.0355
-    # / 0.0170 (the moving average of the weights, decay 0.99). That run took 16.9 min on 2 cores, over
-    # the 15-min lite budget; this recipe is its first 12,000 steps (the cosine still laid out over
-    # 15,000, decay_steps): on one thread the same run cut short (its evaluations equal the longer run's
-    # to the last digit), 0.0423 / 0.0216. A 12,000-step cosine cools before the transition (0.054 /
-    # 0.033), and 96 episodes per step instead of 128 passed no transition in 11,500 steps (seeds 0 and 1:
-    # 0.106, 0.099). Not robust: at step 12,000 (512 held-out episodes) seeds 1-4 of this recipe were at
-    # 0.081, 0.108, 0.018 (seed 3 passed the transition at steps 2,000-3,000) and 0.059. The instructors'
-    # guide has the runs.
+    # Regression: soft targets (the same optimum as the sampled NLL, without the noise of one draw of y).
+    # Peak lr 5e-3 lets the run pass a late transition; the cosine spans 15,000 steps (decay_steps) but
+    # the run stops at 12,000 to fit the lite time budget. See the lab notes, "Regression recipe".
     ("regression", "transformer", "lite"): TrainConfig(steps=12_000, batch_size=128, lr=5e-3, weight_decay=0.01,
                                                        warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
                                                        target="soft", ema=0.99, decay_steps=15_000),
     # the controls train on the same soft targets as the transformer they are compared with
-    # the regression control still improves slowly (held-out KL 1.170 bits at step 100, 1.131 at 1,000)
-    # and a step is cheap (0.6 min for the run): it keeps 1,000 steps
+    # the regression control keeps 1,000 steps: it still improves slowly, and a step is cheap
+    # (the lab notes, "MLP controls")
     ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], steps=1_000, eval_every=100, target="soft"),
     ("regression", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], target="soft"),
     ("regression", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], target="soft"),
@@ -159,7 +143,10 @@ class Preset:
     @property
     def name(self) -> str:
         soft = "-soft" if self.train.target == "soft" else ""
-        return f"{self.tunnel['tunnel']}-{self.model.arch}-{self.scale}{soft}"
+        tunnel, variant = self.tunnel["tunnel"], self.tunnel.get("variant")
+        if variant is not None and variant != TUNNEL_ARGS.get(tunnel, {}).get("variant"):
+            tunnel = f"{tunnel}-{variant}"  # e.g. hmm-slow-transformer-lite-soft
+        return f"{tunnel}-{self.model.arch}-{self.scale}{soft}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "scale": self.scale, "tunnel": dict(self.tunnel),
@@ -190,7 +177,7 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     check_choice("scale", scale, SCALES)
     targs = {"tunnel": tunnel, **TUNNEL_ARGS[tunnel]}
     if variant is not None:
-        targs["variant"] = variant
+        targs.update(variant=variant, **VARIANT_ARGS.get((tunnel, variant), {}))
     t = make_tunnel(**targs)
     n_positions = t.seq_len + 1
     if tunnel in EVAL_LENGTH:  # learned rows past the training length stay untrained, as in the paper
