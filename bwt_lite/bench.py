@@ -1,26 +1,37 @@
 """Benchmarks, run by hand and reported, never as timed tests.
 
-``bwt bench [--scale lite paper] [--device auto] [--amp auto] [--compile] [--train] [--json]``
-measures, on whatever device it runs:
+``bwt bench [--scale lite paper] [--threads 1 2] [--device auto] [--amp auto] [--compile] [--train] [--json]``
+measures, on whatever device it runs, each figure as min / median / max over repeats (on a shared
+machine the spread says how much other work disturbed it):
 - episodes/s of each tunnel generator at batch 256 on the device (exact posterior included), and a
   naive per-episode Python forward algorithm on the HMM (filter only, for comparison);
-- steps/s of a full training step (fresh batch, forward, backward, clipping, AdamW) of every
-  architecture in :data:`bwt_lite.models.ARCHS` at every scale, for each tunnel that has presets,
-  with the time the preset's whole run would take at that speed (evaluations excluded), and the
-  floating-point operations of one step (counted by ``torch.utils.flop_counter``, the same on every
-  device: divided by a GPU's sustained FLOP/s, they estimate its step time where none was measured;
-  operations torch has no count for, such as its fused LSTM, would be missing, so a step counted
-  below one operation per parameter and token shows ``n/a``);
+- ms per full training step (fresh batch, forward, backward, clipping, AdamW) of every architecture
+  in :data:`bwt_lite.models.ARCHS` at every scale, for each tunnel that has presets, on a CPU at
+  each thread count asked for, with the time the preset's whole run would take at the median speed
+  (evaluations excluded) and the floating-point operations of one step (counted by
+  ``torch.utils.flop_counter``, the same on every device: divided by a GPU's sustained FLOP/s, they
+  estimate its step time where none was measured; operations torch has no count for, such as its
+  fused LSTM, would be missing, so a step counted below one operation per parameter and token shows
+  ``n/a``);
+- the variants behind the defaults: Mamba's scans (forward + backward of one selective scan at the
+  lite Mamba's sizes) and the transformer's two attention paths (forward + backward);
+- the wall time of the last ``make book`` and ``make test`` (``_build/timings/*.json``), or "unknown";
 - with ``--train``, time to target: the wall time until the held-out entropy MAE of the bijection
   transformer first reaches the target (0.02 bits at lite scale, 0.01 at paper scale unless
   ``--target``), evaluations included, read at the preset's evaluation interval.
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import math
+import statistics
 import time
-from typing import Any, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from .device import amp_dtype, compiled, device_name, grad_scaler, precision_name, resolve_device, synchronize
@@ -30,27 +41,52 @@ from .train import fit, format_duration, init_model, make_optimizer, train_step
 from .tunnels import make_tunnel
 
 DEFAULT_TARGET_BITS = {"lite": 0.02, "paper": 0.01}
+DEFAULT_THREADS = (1, 2)  # CPU thread counts every preset is timed at
 
 
-def _timeit(fn, repeat: int, warmup: int = 2, device: torch.device | None = None) -> float:
+def stats(samples: Sequence[float]) -> dict[str, float]:
+    """``{"min", "median", "max"}`` of ``samples``."""
+    return {"min": min(samples), "median": statistics.median(samples), "max": max(samples)}
+
+
+def _timings(fn: Callable[[], Any], repeat: int, warmup: int = 1, device: torch.device | None = None) -> list[float]:
+    """Seconds of each of ``repeat`` calls of ``fn``, timed one by one after ``warmup`` untimed calls."""
     for _ in range(warmup):
         fn()
-    if device is not None:
-        synchronize(device)
-    t0 = time.perf_counter()
+    times = []
     for _ in range(repeat):
+        if device is not None:
+            synchronize(device)
+        t0 = time.perf_counter()
         fn()
-    if device is not None:
-        synchronize(device)
-    return (time.perf_counter() - t0) / repeat
+        if device is not None:
+            synchronize(device)
+        times.append(time.perf_counter() - t0)
+    return times
 
 
-def episodes_per_second(tunnel: str = "bijection", batch_size: int = 256, repeat: int = 50,
-                        device: str | torch.device = "cpu") -> float:
-    """Episodes/s of a tunnel's generator (exact posterior included) on ``device``."""
+@contextlib.contextmanager
+def num_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` (None: unchanged) inside the block, restored after it."""
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def episodes_per_second(tunnel: str = "bijection", batch_size: int = 256, repeat: int = 10,
+                        device: str | torch.device = "cpu") -> dict[str, float]:
+    """Episodes/s of a tunnel's generator (exact posterior included) on ``device``: min/median/max."""
     dev = resolve_device(device)
-    t, g = make_tunnel(tunnel), torch.Generator(device=dev).manual_seed(0)
-    return batch_size / _timeit(lambda: t.sample(batch_size, g), repeat, device=dev)
+    try:  # the tunnels' own timer, where this version of the package has it
+        from .tunnels.timing import episodes_per_second as rate
+        return rate(tunnel, batch=batch_size, repeats=repeat, device=dev)
+    except ImportError:
+        t, g = make_tunnel(tunnel), torch.Generator(device=dev).manual_seed(0)
+        return stats([batch_size / s for s in _timings(lambda: t.sample(batch_size, g), repeat, 3, dev)])
 
 
 def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> float:
@@ -60,7 +96,7 @@ def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> flo
     t, g = make_tunnel("hmm"), torch.Generator().manual_seed(0)
     T, E, obs = t.decode(t.sample(batch_size, g).inputs)
     T, E, obs = T.tolist(), E.tolist(), obs.tolist()
-    return batch_size / _timeit(lambda: _forward_filter_reference(T, E, obs), repeat, warmup=1)
+    return batch_size / min(_timings(lambda: _forward_filter_reference(T, E, obs), repeat))
 
 
 def benchmark_presets(tunnels: Iterable[str] | None = None, archs: Iterable[str] | None = None,
@@ -80,11 +116,13 @@ def benchmark_presets(tunnels: Iterable[str] | None = None, archs: Iterable[str]
 
 def steps_per_second(preset: Preset, device: str | torch.device = "cpu", amp: str = "auto",
                      compile_model: bool = False, repeat: int | None = None,
-                     warmup: int | None = None) -> dict[str, Any]:
+                     warmup: int | None = None, threads: int | None = None) -> dict[str, Any]:
     """Time full training steps of ``preset`` (batch, forward, backward, clip, AdamW) on ``device``.
 
-    Returns a row: preset name, parameters, batch size, steps/s, ms/step, and the time the preset's
-    whole run would take at that speed. Default repeats: 50 on a GPU; on CPU 20 lite, 3 paper.
+    Returns a row: preset name, parameters, batch size, ``ms`` (min/median/max per step),
+    ``ms_per_step`` and ``steps_per_s`` at the median, and the time the preset's whole run would take
+    at that speed. Default repeats: 50 on a GPU; on CPU 20 lite, 3 paper. ``threads``: torch's CPU
+    threads for the measurement (None: as they are).
     """
     dev = resolve_device(device)
     dtype = amp_dtype(amp, dev)
@@ -101,22 +139,92 @@ def steps_per_second(preset: Preset, device: str | torch.device = "cpu", amp: st
         train_step(fwd, model, opt, t.sample(preset.train.batch_size, g), preset.train, next(step),
                    device=dev, dtype=dtype, scaler=scaler)
 
-    with FlopCounterMode(display=False) as counter:  # one eager step, counted (not timed)
-        one(model)
-    seconds = _timeit(one, repeat, warmup, device=dev)
+    with num_threads(threads):
+        with FlopCounterMode(display=False) as counter:  # one eager step, counted (not timed)
+            one(model)
+        ms = [1000.0 * s for s in _timings(one, repeat, warmup, dev)]
+    median = statistics.median(ms)
     tokens = preset.train.batch_size * t.seq_len
     counted = counter.get_total_flops()
     gflop = counted / 1e9 if counted >= model.n_params * tokens else None  # else: ops torch cannot count
     return {"preset": preset.name, "tunnel": preset.tunnel["tunnel"], "arch": preset.model.arch,
             "scale": preset.scale, "params": model.n_params, "batch_size": preset.train.batch_size,
-            "steps_per_s": 1.0 / seconds, "ms_per_step": 1000.0 * seconds, "steps": preset.train.steps,
-            "full_run_s": preset.train.steps * seconds, "gflop_per_step": gflop,
-            "tflop_per_s": None if gflop is None else gflop / seconds / 1000.0, "repeat": repeat}
+            "threads": torch.get_num_threads() if threads is None else threads, "ms": stats(ms),
+            "steps_per_s": 1000.0 / median, "ms_per_step": median, "steps": preset.train.steps,
+            "full_run_s": preset.train.steps * median / 1000.0, "gflop_per_step": gflop,
+            "tflop_per_s": None if gflop is None else gflop / median, "repeat": repeat}
 
 
 def ms_per_step(tunnel: str, arch: str, scale: str = "lite", repeat: int = 20, device: str = "cpu") -> float:
-    """Milliseconds per training step of a preset (float32), as chapter 2 times it."""
+    """Milliseconds per training step of a preset (float32, median), as chapter 2 times it."""
     return steps_per_second(get_preset(tunnel, arch, scale), device, "off", repeat=repeat, warmup=2)["ms_per_step"]
+
+
+def scan_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: int = 5) -> list[dict[str, Any]]:
+    """Mamba's scans (forward + backward, ms per call, median / min / max: see
+    :func:`bwt_lite.models.mamba.benchmark_scan`) at each lite Mamba's sizes, at its own batch and at
+    the lite transformer's (the same parameter count), on the current thread count."""
+    from .models.mamba import EXPAND, benchmark_scan
+
+    rows = []
+    for tunnel in tunnels:
+        mamba, transformer = get_preset(tunnel, "mamba", "lite"), get_preset(tunnel, "transformer", "lite")
+        T = make_tunnel(**mamba.tunnel).seq_len
+        for batch in sorted({mamba.train.batch_size, transformer.train.batch_size}):
+            row = benchmark_scan((T,), batch=batch, d_inner=EXPAND * mamba.model.d_model, repeat=repeat)[0]
+            rows.append({"tunnel": tunnel, "batch": batch, "d_inner": EXPAND * mamba.model.d_model, **row})
+    return rows
+
+
+def attention_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: int = 10,
+                       device: str | torch.device = "cpu") -> list[dict[str, Any]]:
+    """The transformer's attention paths (forward + backward of one layer's q, k, v -> z, ms per call,
+    min/median/max) at each lite transformer's sizes: ``explicit`` (the path with hook points, scaling
+    and causal mask folded into one ``baddbmm``) and ``sdpa`` (``scaled_dot_product_attention``)."""
+    dev = resolve_device(device)
+    rows = []
+    for tunnel in tunnels:
+        p = get_preset(tunnel, "transformer", "lite")
+        B, T, H = p.train.batch_size, make_tunnel(**p.tunnel).seq_len, p.model.n_heads
+        dh = p.model.d_model // H
+        g = torch.Generator().manual_seed(0)
+        q, k, v, grad = (torch.randn(B, H, T, dh, generator=g).to(dev) for _ in range(4))
+        bias = torch.full((T, T), float("-inf"), device=dev).triu(1)
+
+        def explicit(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            s = torch.baddbmm(bias, q.flatten(0, 1), k.flatten(0, 1).transpose(1, 2), alpha=1 / math.sqrt(dh))
+            return s.view(B, H, T, T).softmax(-1) @ v
+
+        def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        row: dict[str, Any] = {"tunnel": tunnel, "batch": B, "heads": H, "length": T, "head_dim": dh}
+        for name, attend in (("explicit", explicit), ("sdpa", sdpa)):
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            row[f"{name}_ms"] = stats([1000.0 * s for s in _timings(
+                lambda: attend(*leaves).backward(grad), repeat, 2, dev)])
+        rows.append(row)
+    return rows
+
+
+def last_build_times(roots: Iterable[Path] | None = None) -> dict[str, Any]:
+    """Wall time of the last ``make book`` and ``make test`` (``_build/timings/{book,test}.json``,
+    written by the Makefile), each a dict with ``seconds``, ``exit_code`` and ``finished``, or
+    ``"unknown"`` where no such file exists under ``roots`` (default: the working directory and the
+    source checkout this package was imported from)."""
+    if roots is None:
+        roots = [Path.cwd(), Path(__file__).resolve().parents[1]]
+    out: dict[str, Any] = {}
+    for name in ("book", "test"):
+        out[name] = "unknown"
+        for root in roots:
+            path = Path(root) / "_build" / "timings" / f"{name}.json"
+            try:
+                out[name] = {**json.loads(path.read_text()), "source": str(path)}
+                break
+            except (OSError, ValueError):
+                continue
+    return out
 
 
 def time_to_target(history: list[dict[str, float]], target_bits: float) -> float | None:
@@ -153,50 +261,84 @@ def train_to_target(scale: str = "lite", target_bits: float | None = None, devic
 def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, archs: Sequence[str] | None = None,
         device: str | torch.device = "auto", amp: str = "auto", compile_model: bool = False, train: bool = False,
         target_bits: float | None = None, repeat: int | None = None, progress: bool = False,
-        log: Callable[[str], None] | None = None) -> dict[str, Any]:
+        log: Callable[[str], None] | None = None, threads: Sequence[int] | None = None,
+        variants: bool = True) -> dict[str, Any]:
     """Everything ``bwt bench`` measures, as a JSON-ready dict (see the module docstring); ``log``
-    gets a line as each preset is timed (paper scale on a CPU takes minutes per preset)."""
+    gets a line as each preset is timed (paper scale on a CPU takes minutes per preset).
+
+    ``threads``: the CPU thread counts to time every preset at (default :data:`DEFAULT_THREADS` on a
+    CPU, the current count on a GPU). ``variants``: also time the scan and attention variants."""
     dev = resolve_device(device)
     presets, skipped = benchmark_presets(tunnels, archs, scales)
+    if threads is None:
+        threads = DEFAULT_THREADS if dev.type == "cpu" else (torch.get_num_threads(),)
 
-    def timed(p: Preset) -> dict[str, Any]:
-        row = steps_per_second(p, dev, amp, compile_model, repeat)
+    def timed(p: Preset, n: int) -> dict[str, Any]:
+        row = steps_per_second(p, dev, amp, compile_model, repeat, threads=n)
         if log is not None:
             gflop = "n/a" if row["gflop_per_step"] is None else f"{row['gflop_per_step']:.1f}"
-            log(f"{p.name}: {row['steps_per_s']:.2f} steps/s, {gflop} GFLOP/step")
+            ms = row["ms"]
+            log(f"{p.name}, {n} thread(s): {ms['median']:.1f} ms/step (min {ms['min']:.1f}, max {ms['max']:.1f}), "
+                f"{gflop} GFLOP/step")
         return row
 
+    names = sorted(TUNNEL_ARGS) if tunnels is None else list(tunnels)
     out: dict[str, Any] = {
         "device": dev.type, "device_name": device_name(dev), "precision": precision_name(amp_dtype(amp, dev)),
-        "compile": compile_model, "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "episodes_per_s": {name: episodes_per_second(name, device=dev)
-                           for name in (sorted(TUNNEL_ARGS) if tunnels is None else tunnels)},
+        "compile": compile_model, "torch": torch.__version__, "threads": list(threads),
+        "episodes_per_s": {name: episodes_per_second(name, device=dev) for name in names},
         "hmm_naive_python_filter_episodes_per_s": hmm_naive_episodes_per_second(),
-        "train_steps": [timed(p) for p in presets],
+        "train_steps": [timed(p, n) for n in threads for p in presets],
         "skipped": skipped,
+        "last_build": last_build_times(),
     }
+    if variants and dev.type == "cpu":
+        lite = [t for t in names if t in ("bijection", "hmm")]
+        with num_threads(threads[0]):
+            out["scan_variants"] = scan_variants(lite) if archs is None or "mamba" in archs else []
+            out["attention_variants"] = attention_variants(lite) if archs is None or "transformer" in archs else []
     if train:
         out["time_to_target"] = [train_to_target(scale, target_bits, dev, amp, compile_model, progress)
                                  for scale in scales]
     return out
 
 
+def _range(s: dict[str, float], digits: int = 1) -> str:
+    return f"{s['median']:.{digits}f} ({s['min']:.{digits}f}-{s['max']:.{digits}f})"
+
+
 def format_table(result: dict[str, Any]) -> str:
-    """The result of :func:`run` as a plain-text table."""
+    """The result of :func:`run` as plain text: medians, with (min-max) where measured."""
+    rates = " | ".join(f"{k} {v['median'] if isinstance(v, dict) else v:,.0f}"
+                       for k, v in result["episodes_per_s"].items())
     lines = [f"bwt bench on {result['device_name']}, {result['precision']}"
              f"{', compiled' if result['compile'] else ''}, torch {result['torch']}",
-             "episodes/s at batch 256: " + " | ".join(f"{k} {v:,.0f}" for k, v in result["episodes_per_s"].items())
-             + f" (naive Python HMM filter: {result['hmm_naive_python_filter_episodes_per_s']:,.0f})", ""]
-    head = (f"{'preset':<34}{'params':>11}{'batch':>7}{'GFLOP/step':>12}{'steps/s':>10}{'ms/step':>10}"
-            f"  full run at this speed")
+             f"episodes/s at batch 256 (median): {rates} "
+             f"(naive Python HMM filter: {result['hmm_naive_python_filter_episodes_per_s']:,.0f})", ""]
+    head = (f"{'preset':<34}{'threads':>8}{'params':>11}{'batch':>7}{'GFLOP/step':>12}"
+            f"{'ms/step: median (min-max)':>29}  full run at the median")
     lines += [head, "-" * len(head)]
     for r in result["train_steps"]:
         gflop = "n/a" if r["gflop_per_step"] is None else f"{r['gflop_per_step']:.1f}"
-        lines.append(f"{r['preset']:<34}{r['params']:>11,}{r['batch_size']:>7}{gflop:>12}"
-                     f"{r['steps_per_s']:>10.2f}"
-                     f"{r['ms_per_step']:>10.1f}  {format_duration(r['full_run_s'])} ({r['steps']:,} steps)")
+        ms = _range(r["ms"]) if "ms" in r else f"{r['ms_per_step']:.1f}"
+        lines.append(f"{r['preset']:<34}{r.get('threads', ''):>8}{r['params']:>11,}{r['batch_size']:>7}{gflop:>12}"
+                     f"{ms:>29}  {format_duration(r['full_run_s'])} ({r['steps']:,} steps)")
     if result["skipped"]:
         lines.append("no preset yet for: " + ", ".join(result["skipped"]))
+    for r in result.get("scan_variants", []):
+        methods = [k[:-3] for k in r if k.endswith("_ms")]
+        lines.append(f"Mamba scan, {r['tunnel']} (batch {r['batch']}, T {r['length']}, d_inner {r['d_inner']}), "
+                     f"ms forward + backward: " + ", ".join(
+                         f"{m} {_range({'median': r[m + '_ms'], 'min': r[m + '_ms_min'], 'max': r[m + '_ms_max']})}"
+                         for m in methods))
+    for r in result.get("attention_variants", []):
+        lines.append(f"attention, {r['tunnel']} (batch {r['batch']}, {r['heads']} heads of {r['head_dim']}, T "
+                     f"{r['length']}), ms forward + backward: explicit {_range(r['explicit_ms'], 2)}, "
+                     f"sdpa {_range(r['sdpa_ms'], 2)}")
+    for name, t in result.get("last_build", {}).items():
+        lines.append(f"last make {name}: " + ("unknown" if not isinstance(t, dict) else
+                                              f"{format_duration(t['seconds'])} (exit {t.get('exit_code')}, "
+                                              f"finished {t.get('finished')})"))
     for r in result.get("time_to_target", []):
         if r["reached"]:
             lines.append(f"time to {r['target_bits']} bits: {r['preset']} after {format_duration(r['time_to_target_s'])} "

@@ -491,7 +491,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _check_paper_on_cpu(args, [get_preset("bijection", "transformer", "paper")])
     result = run(scales=args.scale, tunnels=args.tunnels, archs=args.archs, device=args.device, amp=args.amp,
                  compile_model=args.compile, train=args.train, target_bits=args.target, repeat=args.repeat,
-                 progress=_progress(args), log=_log)
+                 progress=_progress(args), log=_log, threads=args.threads, variants=not args.no_variants)
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 
@@ -645,6 +645,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--train", action="store_true", help="also train the bijection transformer until it reaches the target")
     sp.add_argument("--target", type=finite_positive_float, default=None,
                     help="with --train: entropy MAE target in bits, > 0 (default 0.02 lite, 0.01 paper)")
+    sp.add_argument("--threads", nargs="+", type=int_range(1, 1024), default=None,
+                    help="CPU threads to time every preset at (default: 1 and 2 on a CPU)")
+    sp.add_argument("--no-variants", action="store_true", help="skip the Mamba scan and attention variants")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_bench)
 

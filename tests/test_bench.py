@@ -27,9 +27,10 @@ def test_every_architecture_is_benchmarked_or_reported_skipped(monkeypatch):
 
 
 def test_steps_per_second_row():
-    row = bench.steps_per_second(tiny(), repeat=1, warmup=0)
-    assert row["preset"] == "bijection-transformer-lite" and row["params"] == 405_120
+    row = bench.steps_per_second(tiny(), repeat=3, warmup=0, threads=1)
+    assert row["preset"] == "bijection-transformer-lite" and row["params"] == 405_120 and row["threads"] == 1
     assert row["steps_per_s"] > 0 and row["ms_per_step"] == pytest.approx(1000 / row["steps_per_s"])
+    assert row["ms"]["min"] <= row["ms"]["median"] == row["ms_per_step"] <= row["ms"]["max"]
     assert row["full_run_s"] == pytest.approx(8 * row["ms_per_step"] / 1000)
     assert 0.5 < row["gflop_per_step"] / (6 * 405_120 * 8 * 37 / 1e9) < 1.5  # about 6 x params x tokens
 
@@ -47,14 +48,47 @@ def test_time_to_target_stops_at_the_first_evaluation_below_it(monkeypatch):
 def test_bench_cli_json_and_table(capsys, monkeypatch):
     monkeypatch.setattr(bench, "hmm_naive_episodes_per_second", lambda: 1.0)
     assert main(["bench", "--scale", "lite", "--tunnels", "bijection", "--archs", "transformer", "mlp",
-                 "--repeat", "1", "--json"]) == 0
+                 "--repeat", "1", "--threads", "1", "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert out["device"] == "cpu" and out["precision"] == "fp32" and out["compile"] is False
+    assert out["device"] == "cpu" and out["precision"] == "fp32" and out["compile"] is False and out["threads"] == [1]
     assert [r["preset"] for r in out["train_steps"]] == ["bijection-transformer-lite", "bijection-mlp-lite"]
-    assert "bijection-mlp-lite: " in captured.err and "steps/s" in captured.err  # a line per preset as it is timed
+    assert "bijection-mlp-lite, 1 thread(s): " in captured.err and "ms/step" in captured.err  # a line per preset
     table = bench.format_table(out)
-    assert "bijection-transformer-lite" in table and "steps/s" in table and "GFLOP/step" in table
+    assert "bijection-transformer-lite" in table and "ms/step" in table and "GFLOP/step" in table
+    assert "attention, bijection" in table and "last make book: " in table
+
+
+def test_bench_json_shape(monkeypatch, tmp_path):
+    """Every figure is min / median / max; thread counts, the variants and the last build times are
+    there (at toy sizes: speed itself is never asserted)."""
+    from bwt_lite.models import mamba
+
+    real = mamba.benchmark_scan
+    monkeypatch.setattr(mamba, "benchmark_scan", lambda lengths, batch, d_inner, repeat: real(
+        lengths, batch=2, d_inner=4, d_state=2, repeat=1))
+    monkeypatch.setattr(bench, "hmm_naive_episodes_per_second", lambda: 1.0)
+    monkeypatch.setattr(bench, "get_preset", lambda tunnel, arch, scale="lite": get_preset(
+        tunnel, arch, scale, batch_size=4))
+    real_times = bench.last_build_times
+    monkeypatch.setattr(bench, "last_build_times", lambda: real_times([tmp_path]))
+    (tmp_path / "_build" / "timings").mkdir(parents=True)
+    (tmp_path / "_build" / "timings" / "test.json").write_text('{"seconds": 61, "exit_code": 0, "finished": "x"}')
+    out = json.loads(json.dumps(bench.run(["lite"], ["bijection"], ["transformer", "mamba"], device="cpu",
+                                          repeat=2, threads=[1, 2])))
+    assert [(r["arch"], r["threads"]) for r in out["train_steps"]] == [
+        ("transformer", 1), ("mamba", 1), ("transformer", 2), ("mamba", 2)]
+    for r in out["train_steps"]:
+        assert r["ms"]["min"] <= r["ms"]["median"] <= r["ms"]["max"] and r["batch_size"] == 4
+    rate = out["episodes_per_s"]["bijection"]
+    assert set(rate) >= {"min", "median", "max"} and rate["min"] <= rate["median"] <= rate["max"]
+    (scan,) = out["scan_variants"]  # the lite Mamba's and the lite transformer's batch: both 4 here
+    assert scan["tunnel"] == "bijection" and scan["length"] == 37 and scan["batch"] == 4
+    assert all(f"{m}_ms_min" in scan for m in ("sequential", "parallel", "stepwise", "stepwise_states"))
+    (attention,) = out["attention_variants"]
+    assert attention["head_dim"] == 16 and set(attention["sdpa_ms"]) == {"min", "median", "max"}
+    assert out["last_build"]["test"]["seconds"] == 61 and out["last_build"]["book"] == "unknown"
+    assert "last make test: 1 min 01 s" in bench.format_table(out)
 
 
 def test_train_cli_prints_steps_per_second_and_time_left(capsys, isolated_cache):

@@ -59,3 +59,24 @@ def test_no_hook_is_left_behind_when_the_forward_raises(arch):
     _, cache = run_with_cache(model, x, names=["hook_final"])
     assert cache["hook_final"].shape == (2, 37, 32) and no_hooks_left(model)
     assert sum(isinstance(m, HookPoint) for m in model.modules()) == len(hook_names(model))
+
+
+def test_hooked_sees_every_kind_of_hook_and_none_after_cleanup():
+    """HookPoint.hooked (what the fast paths check) is True for a forward, pre-forward, backward or
+    global hook, and False again once run_with_cache or the handle has removed it."""
+    model = model_of("transformer")
+    point = model.backbone.blocks[0].attn.hook_pattern
+    x = Bijection().sample(2, gen(3)).inputs
+    assert not point.hooked
+    with capture(model, ["backbone.blocks.0.attn.hook_pattern"]):
+        assert point.hooked
+    assert not point.hooked
+    for register in (point.register_forward_hook, point.register_forward_pre_hook,
+                     point.register_full_backward_hook, torch.nn.modules.module.register_module_forward_hook):
+        handle = register(lambda *args: None)
+        assert point.hooked
+        model(x)
+        handle.remove()
+        assert not point.hooked
+    run_with_cache(model, x, names=["backbone.blocks.1.attn.hook_scores"])
+    assert not any(isinstance(m, HookPoint) and m.hooked for m in model.modules())

@@ -27,11 +27,11 @@ def ssm_inputs(batch: int, T: int, d: int, n: int, seed: int = 0, dtype=torch.fl
     return [u, dt, A, B, C, D]
 
 
-def run(method: str, inputs: list[torch.Tensor], weights: torch.Tensor):
+def run(method: str, inputs: list[torch.Tensor], weights: torch.Tensor, **kwargs):
     leaves = [t.clone().requires_grad_() for t in inputs]
-    y, h = selective_scan(*leaves, method=method)
+    y, h = selective_scan(*leaves, method=method, **kwargs)
     (y * weights).sum().backward()
-    return y.detach(), h.detach(), [t.grad for t in leaves]
+    return y.detach(), None if h is None else h.detach(), [t.grad for t in leaves]
 
 
 SHAPES = [(2, 1, 3, 2), (3, 7, 5, 4), (2, 64, 8, 16), (4, 153, 16, 16), (1, 100, 4, 3)]
@@ -69,6 +69,59 @@ def test_chunked_scan_at_every_length(T):
     """T = 1, shorter than a chunk, a multiple of it and not: forward and gradients to 1e-5."""
     inputs = ssm_inputs(3, T, 6, 5, seed=T)
     assert_scans_agree(inputs, torch.randn(3, T, 6, generator=gen(T + 1)))
+
+
+@pytest.mark.parametrize("T", [1, 2, 7, 8, 9, 16, 37, 45])
+@pytest.mark.parametrize("block", [1, 3, 8])
+def test_stepwise_scan_keeping_only_block_states(T, block):
+    """The training scan keeps every block-th state and recomputes the rest in the backward pass: at
+    lengths shorter than, equal to and not divisible by the block, its output and every gradient
+    equal the sequential reference's (1e-5) and, exactly, those of the same scan keeping every state."""
+    inputs = ssm_inputs(3, T, 6, 5, seed=T + 100 * block)
+    weights = torch.randn(3, T, 6, generator=gen(T))
+    y0, _, g0 = run("sequential", inputs, weights)
+    y1, h1, g1 = run("stepwise", inputs, weights, return_states=False, block=block)
+    y2, h2, g2 = run("stepwise", inputs, weights, return_states=True, block=block)
+    assert h1 is None and h2.shape == (3, T, 6, 5)
+    torch.testing.assert_close(y1, y0, rtol=1e-5, atol=1e-5)
+    assert torch.equal(y1, y2)
+    for name, a, b, c in zip(("u", "dt", "A", "B", "C", "D"), g1, g0, g2):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=lambda m: f"d/d{name}: {m}")
+        assert torch.equal(a, c), f"d/d{name}: the kept and the recomputed states give different gradients"
+
+
+def test_stepwise_scan_under_strong_and_zero_decay():
+    """Decays that underflow to 0 and decays of exactly 1, with states recomputed block by block."""
+    u, dt, A, B, C, D = ssm_inputs(2, 29, 8, 4, seed=5)
+    weights = torch.randn(2, 29, 8, generator=gen(6))
+    for inputs in ([u, dt * 50 + 5, A * 1e3 - 50, B, C, D], [u, dt, torch.zeros_like(A), B, C, D],
+                   [u, torch.zeros_like(dt), A, B, C, D]):
+        y0, _, g0 = run("sequential", inputs, weights)
+        y1, _, g1 = run("stepwise", inputs, weights, return_states=False, block=4)
+        torch.testing.assert_close(y1, y0, rtol=1e-5, atol=1e-5)
+        for a, b in zip(g1, g0):
+            assert torch.isfinite(a).all()
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_causal_conv_backward_is_the_convolution_s():
+    """The mixer's depthwise causal convolution: nn.Conv1d's forward exactly, and its hand-written
+    backward equal to autograd's through nn.Conv1d (and to finite differences in float64)."""
+    from bwt_lite.models.mamba import _CausalConv
+    for T in (1, 2, 3, 4, 9):
+        conv = torch.nn.Conv1d(6, 6, 4, groups=6, padding=3)
+        x = torch.randn(3, T, 12, generator=gen(T))[..., 6:].requires_grad_()  # a strided slice, as in the mixer
+        ref = conv(x.transpose(1, 2))[..., :T].transpose(1, 2)
+        out = _CausalConv.apply(x, conv.weight, conv.bias)
+        assert torch.equal(out, ref)
+        w = torch.randn(3, T, 6, generator=gen(T + 1))
+        grads_ref = torch.autograd.grad((ref * w).sum(), (x, conv.weight, conv.bias))
+        grads = torch.autograd.grad((out * w).sum(), (x, conv.weight, conv.bias))
+        for a, b in zip(grads, grads_ref):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        conv64 = conv.double()
+        x64 = x.detach().double().requires_grad_()
+        assert torch.autograd.gradcheck(_CausalConv.apply, (x64, conv64.weight, conv64.bias))
 
 
 def test_chunked_scan_under_strong_and_zero_decay():
@@ -133,6 +186,8 @@ def test_scans_match_the_recurrence_and_finite_differences():
     assert torch.autograd.gradcheck(scan_parallel, (a.requires_grad_(), b.requires_grad_()))
     inputs = [t.requires_grad_() for t in ssm_inputs(2, 5, 3, 4, dtype=torch.float64)]
     assert torch.autograd.gradcheck(lambda *x: selective_scan(*x, method="stepwise")[0], inputs)
+    assert torch.autograd.gradcheck(lambda *x: selective_scan(*x, method="stepwise", return_states=False,
+                                                              block=2)[0], inputs)
 
 
 def test_scan_methods_and_errors():
@@ -195,11 +250,15 @@ def test_hooks_expose_the_state_and_dt():
 
 
 def test_benchmark_scan_rows_and_cli(capsys):
-    rows = benchmark_scan(lengths=(4, 8), batch=2, d_inner=4, d_state=2, repeat=1)
+    rows = benchmark_scan(lengths=(4, 8), batch=2, d_inner=4, d_state=2, repeat=3)
     assert [r["length"] for r in rows] == [4, 8]
-    assert all(r["sequential_ms"] > 0 and r["parallel_ms"] > 0 and r["stepwise_ms"] > 0 and r["speedup"] > 0
-               for r in rows)
-    assert "parallel vs sequential" in format_scan_benchmark(rows)
+    for r in rows:
+        for name in ("sequential", "parallel", "stepwise", "stepwise_states"):
+            assert 0 < r[f"{name}_ms_min"] <= r[f"{name}_ms"] <= r[f"{name}_ms_max"]
+        assert r["speedup"] == pytest.approx(r["sequential_ms"] / r["stepwise_ms"])
+    assert "stepwise vs sequential" in format_scan_benchmark(rows)
+    with pytest.raises(ValueError, match="unknown method 'fast'"):
+        benchmark_scan(lengths=(4,), methods=("fast",))
     assert main(["bench-scan", "--lengths", "4", "--batch", "1", "--d-inner", "2", "--repeat", "1", "--json"]) == 0
     assert [r["length"] for r in json.loads(capsys.readouterr().out)] == [4]
 

@@ -10,6 +10,8 @@ from typing import Any, Iterable, Iterator
 
 import torch
 from torch import nn
+from torch.nn.modules.module import (_global_backward_hooks, _global_backward_pre_hooks, _global_forward_hooks,
+                                     _global_forward_pre_hooks)
 
 
 class HookPoint(nn.Module):
@@ -17,6 +19,14 @@ class HookPoint(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
+
+    @property
+    def hooked(self) -> bool:
+        """True when any hook (forward or backward, on this module or global) would see this tensor,
+        so a model must compute it rather than take a fused shortcut around it."""
+        return bool(self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                    or self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
+                    or _global_backward_hooks or _global_backward_pre_hooks)
 
 
 def hook_names(model: nn.Module) -> list[str]:

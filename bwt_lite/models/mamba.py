@@ -1,4 +1,4 @@
-"""A Mamba-1 backbone (spec 1.7): selective state-space blocks in pure PyTorch.
+"""A Mamba-1 backbone: selective state-space blocks in pure PyTorch.
 
 Each pre-norm residual block is ``x + out_proj(SSM(x) * SiLU(z))`` (Gu and Dao 2023, "Mamba:
 Linear-Time Sequence Modeling with Selective State Spaces"):
@@ -21,15 +21,21 @@ The recurrence ``h_t = a_t h_{t-1} + b_t`` is computed by one of four scans (all
   ``SCAN_CHUNK`` steps side by side, a short loop carrying the state across the ``T / SCAN_CHUNK``
   chunk boundaries, then every state at once; its backward pass is the same scan run backwards in
   time (a custom autograd function that stores ``log2 a``, the states and one work buffer);
-- ``"stepwise"``: the whole selective SSM one step at a time with a hand-written backward pass,
-  every per-step tensor in cache;
+- ``"stepwise"``: the whole selective SSM one step at a time with a hand-written backward pass
+  (:class:`_Stepwise`): in training it keeps only every ``SCAN_BLOCK``-th state and recomputes the
+  others block by block in the backward pass;
 - ``"cuda"``: ``selective_scan_fn`` from the ``mamba-ssm`` package (not testable on CPU machines).
 ``"auto"`` (the default) takes ``"cuda"`` when that package imports, the tensors are on a GPU and
 nobody reads the state hook (the fused kernel never materialises the states); else ``"parallel"``
 on an accelerator, where a loop over time is bound by kernel launches; and ``"stepwise"`` on a CPU.
-Measured on 2 shared CPU cores (``bwt bench-scan``, forward + backward), the chunked parallel scan
-beats the sequential loop from T = 64 on; the stepwise loop, which fuses the readout and keeps every
-per-step tensor in cache, stays the fastest at training sizes, hence the CPU default.
+On a CPU the work is memory-bound: each time step is a handful of passes over a (batch, N, d_inner)
+state, and what costs is every pass over memory and every fresh (batch, T, d_inner, N) tensor (the
+first touch of a new allocation of that size costs more than the arithmetic on it). The stepwise
+scan makes the fewest passes and allocates no such tensor; the chunked form needs several passes
+over all the states (and its closed form from cumulative sums of ``log a`` would need ``1 / a``,
+which overflows under strong decay). Forward + backward at the lite Mamba's sizes on one CPU thread
+(``bwt bench`` lists them), the stepwise scan measured about 5x faster than the sequential loop at
+batch 16 and 10x at batch 64 (T = 37, d_inner = 336), the chunked scan 1.0-1.7x.
 Hook points: ``hook_x`` (conv output), ``hook_dt`` (per-step dt), ``hook_ssm_state`` (B, T, d_inner,
 N), ``hook_y`` (SSM output before the gate) in each mixer; ``hook_resid_pre``/``hook_resid_post``
 per block.
@@ -37,6 +43,7 @@ per block.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from typing import Any
 
@@ -270,67 +277,121 @@ def ssm_readout(h: torch.Tensor, C: torch.Tensor, u: torch.Tensor, D: torch.Tens
 
 
 def _time_major(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    """(batch, T, ...) -> contiguous (T, batch, ...), so that each time step is one block of memory."""
     return [t.transpose(0, 1).contiguous() for t in tensors]
+
+
+def _batch_major(t: torch.Tensor) -> torch.Tensor:
+    """(T, batch, ...) -> contiguous (batch, T, ...): elementwise operations on mixed layouts are slow."""
+    return t.transpose(0, 1).contiguous()
+
+
+SCAN_BLOCK = 8  # steps between the states the stepwise scan keeps for its backward pass (4-16 measured alike)
 
 
 class _Stepwise(torch.autograd.Function):
     """The selective SSM one time step at a time, with a hand-written backward pass.
 
-    Every per-step tensor is a contiguous (batch, N, d_inner) block that stays in cache; the
-    products with B and C are batched matrix products in that layout, and ``a = exp(dt A)`` is
-    computed once and kept for the backward pass. On a CPU this is the fastest of the pure-PyTorch
-    scans at training sizes, where the others stream many (batch, T, d_inner, N) tensors through
-    memory (see :func:`benchmark_scan`). Backward, with G_t = dL/dh_t = dy_t C_t + a_{t+1} G_{t+1}:
-    dL/d(dt_t u_t) = G_t B_t, dL/dB_t = G_t (dt_t u_t), dL/d(dt_t A) = G_t h_{t-1} a_t, dL/dC_t = h_t dy_t.
+    Every per-step tensor is a contiguous (batch, N, d_inner) block that stays in cache; each step is
+    a handful of in-place operations on it (``a_t = 2^(dt_t A log2 e)``, ``h = a_t h + B_t (dt_t u_t)``,
+    ``y_t = C_t . h``), written into preallocated buffers. Without ``keep_states`` only the state at
+    the end of every block of ``block`` steps is kept; the backward pass recomputes a block's states
+    and decays from the one before it, then runs the adjoint recurrence through the block. Nothing of
+    size (batch, T, d_inner, N) is allocated, which on a CPU would cost more in fresh memory (page
+    faults) than the arithmetic: at a training size this is several times faster than keeping every
+    state (``benchmark_scan``). Backward, with G_t = dL/dh_t = C_t dy_t + a_{t+1} G_{t+1}:
+    dL/d(dt_t u_t) = G_t . B_t, dL/dB_t = G_t . (dt_t u_t), dL/dC_t = h_t . dy_t and
+    dL/d(dt_t A) = a_t G_t h_{t-1}, whose sums over N (times A) and over batch and time (times dt)
+    are dL/d dt_t and dL/dA.
     """
 
     @staticmethod
     def forward(ctx: Any, u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                D: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        dt_, du, B_, C_ = _time_major(dt, dt * u, B, C)  # (T, batch, .)
-        a = torch.exp2(dt_.unsqueeze(2) * (A.T * LOG2_E))  # exp(dt A), (T, batch, N, d_inner)
-        h = u.new_zeros(a.shape[1:])
-        hs, ys = [], []
-        for t in range(a.shape[0]):
-            h = torch.addcmul(B_[t, :, :, None] * du[t, :, None, :], a[t], h)
-            hs.append(h)
-            ys.append(torch.bmm(C_[t, :, None, :], h))
-        hs = torch.stack(hs)  # (T, batch, N, d_inner)
-        y = torch.stack(ys).squeeze(2).transpose(0, 1) + u * D
-        ctx.save_for_backward(u, dt, A, B, C, D, a, hs)
+                D: torch.Tensor, keep_states: bool, block: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        batch, T, di = u.shape
+        N = A.shape[1]
+        u_, dt_, B_, C_ = _time_major(u, dt, B, C)  # (T, batch, .): every tensor in one layout
+        du = dt_ * u_
+        A2 = (A.T * LOG2_E).contiguous()  # (N, d_inner): a_t = 2^(dt_t A2)
+        hs = u.new_empty(T if keep_states else (T - 1) // block, batch, N, di)  # every state, or the block ends
+        h, a = u.new_empty(batch, N, di), u.new_empty(batch, N, di)
+        ys = u.new_empty(T, batch, 1, di)
+        for t in range(T):
+            if keep_states:
+                h = hs[t]
+            if t == 0:
+                torch.mul(B_[0, :, :, None], du[0, :, None, :], out=h)
+            else:
+                torch.mul(dt_[t, :, None, :], A2, out=a)
+                a.exp2_()
+                if keep_states:
+                    torch.mul(hs[t - 1], a, out=h)
+                else:
+                    h.mul_(a)
+                h.addcmul_(B_[t, :, :, None], du[t, :, None, :])
+            torch.bmm(C_[t, :, None, :], h, out=ys[t])
+            if not keep_states and t % block == block - 1 and t + 1 < T:
+                hs[t // block].copy_(h)
+        y = _batch_major(ys.squeeze(2) + u_ * D)
+        ctx.keep_states, ctx.block = keep_states, block
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(u, dt, A, B, C, D, hs)
+        if not keep_states:
+            return y, None
         states = hs.permute(1, 0, 3, 2)  # (batch, T, d_inner, N), as every scan returns them
         ctx.mark_non_differentiable(states)
         return y, states
 
     @staticmethod
-    def backward(ctx: Any, dy: torch.Tensor, _states: Any) -> tuple[torch.Tensor, ...]:
-        u, dt, A, B, C, D, a, hs = ctx.saved_tensors
-        dy_, dt_, du, B_, C_ = _time_major(dy, dt, dt * u, B, C)
-        At = A.T.contiguous()
-        g_du, g_B, g_C, g_dt = [], [], [], []
-        g_At = torch.zeros_like(At)
-        g = None
-        for t in range(a.shape[0] - 1, -1, -1):
-            outer = C_[t, :, :, None] * dy_[t, :, None, :]
-            g = outer if g is None else torch.addcmul(outer, a[t + 1], g)  # G_t
-            g_du.append(torch.bmm(B_[t, :, None, :], g))
-            g_B.append(torch.bmm(g, du[t, :, :, None]))
-            g_C.append(torch.bmm(hs[t], dy_[t, :, :, None]))
-            if t > 0:
-                x = g * hs[t - 1]
-                x *= a[t]  # dL/d(dt_t A), (batch, N, d_inner)
-                g_dt.append((x * At).sum(1))
-                g_At += (x * dt_[t, :, None, :]).sum(0)
-            else:
-                g_dt.append(torch.zeros_like(dt_[0]))
+    def backward(ctx: Any, dy: torch.Tensor | None, _states: Any) -> tuple[torch.Tensor | None, ...]:
+        u, dt, A, B, C, D, hs = ctx.saved_tensors
+        if dy is None:
+            return (None,) * 8
+        keep, K = ctx.keep_states, ctx.block
+        batch, T, di = u.shape
+        N = A.shape[1]
+        dy_, u_, dt_, B_, C_ = _time_major(dy, u, dt, B, C)
+        du = dt_ * u_
+        A2, At = (A.T * LOG2_E).contiguous(), A.T.contiguous()
+        g, x = u.new_empty(batch, N, di), u.new_empty(batch, N, di)  # G_t; scratch
+        g_A, g_A_block = u.new_zeros(batch, N, di), u.new_zeros(batch, N, di)  # dL/dA: total, this block's
+        g_du, g_B, g_C = u.new_empty(T, batch, 1, di), u.new_empty(T, batch, 1, N), u.new_empty(T, batch, 1, N)
+        g_dt = u.new_empty(T, batch, di)
+        g_dt[0] = 0  # h_{-1} = 0: dt_0 enters through dt_0 u_0 only
+        L = min(K, T)
+        a = u.new_empty(L, batch, N, di)  # the block's decays
+        hb = None if keep else u.new_empty(L, batch, N, di)  # the block's states, recomputed
 
-        def batch_major(parts: list[torch.Tensor]) -> torch.Tensor:  # collected backwards in time -> (batch, T, ...)
-            return torch.stack(parts[::-1], 1)
+        def state(t: int, s: int) -> torch.Tensor:  # h_t, t >= s - 1, in the block starting at s
+            return hs[t] if keep else (hb[t - s] if t >= s else hs[t // K])
 
-        g_du = batch_major(g_du).squeeze(2)
-        g_u = dy * D + g_du * dt
-        g_dt = batch_major(g_dt) + g_du * u
-        return g_u, g_dt, g_At.T, batch_major(g_B).squeeze(3), batch_major(g_C).squeeze(3), (dy * u).sum((0, 1))
+        torch.mul(C_[T - 1, :, :, None], dy_[T - 1, :, None, :], out=g)  # G_{T-1}
+        for s in range(((T - 1) // K) * K, -1, -K):  # blocks, the last first
+            e = min(s + K, T)
+            if s == 0 and not keep:
+                torch.mul(B_[0, :, :, None], du[0, :, None, :], out=hb[0])
+            for t in range(max(s, 1), e):  # the block's decays and (unless kept) states, step by step
+                torch.mul(dt_[t, :, None, :], A2, out=a[t - s])
+                a[t - s].exp2_()
+                if not keep:
+                    torch.mul(state(t - 1, s), a[t - s], out=hb[t - s])
+                    hb[t - s].addcmul_(B_[t, :, :, None], du[t, :, None, :])
+            for t in range(e - 1, s - 1, -1):  # g holds G_t
+                torch.bmm(B_[t, :, None, :], g, out=g_du[t])
+                torch.bmm(du[t, :, None, :], g.mT, out=g_B[t])  # (this product form is the fast one)
+                torch.bmm(dy_[t, :, None, :], state(t, s).mT, out=g_C[t])
+                if t > 0:
+                    g.mul_(a[t - s])  # a_t G_t
+                    torch.mul(g, state(t - 1, s), out=x)  # dL/d(dt_t A)
+                    g_A_block.addcmul_(x, dt_[t, :, None, :])
+                    torch.sum(x.mul_(At), 1, out=g_dt[t])
+                    g.addcmul_(C_[t - 1, :, :, None], dy_[t - 1, :, None, :])  # G_{t-1}
+            g_A += g_A_block  # summed block by block: rounding grows with T / block + block, not T
+            g_A_block.zero_()
+        g_du = g_du.squeeze(2)  # (T, batch, d_inner)
+        return (_batch_major(torch.addcmul(dy_ * D, g_du, dt_)), _batch_major(g_dt.addcmul_(g_du, u_)),
+                g_A.sum(0).T, _batch_major(g_B.squeeze(2)), _batch_major(g_C.squeeze(2)), (dy_ * u_).sum((0, 1)),
+                None, None)
 
 
 def cuda_selective_scan(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
@@ -365,15 +426,16 @@ def _stepwise_inference(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: t
 
 
 def selective_scan(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                   D: torch.Tensor, method: str = "parallel",
-                   return_states: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+                   D: torch.Tensor, method: str = "parallel", return_states: bool = True,
+                   block: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The selective SSM: ``y_t = C_t . h_t + D u_t`` with ``h_t = exp(dt_t A) h_{t-1} + dt_t B_t u_t``.
 
     Shapes: ``u``, ``dt`` (batch, T, d_inner); ``A`` (d_inner, N); ``B``, ``C`` (batch, T, N);
     ``D`` (d_inner,). ``method``: ``"sequential"``, ``"parallel"``, ``"stepwise"`` or ``"cuda"``.
     Returns ``y`` (batch, T, d_inner) and the states (batch, T, d_inner, N), in float32 (float64
     inputs stay float64), also under autocast. The states are None for ``"cuda"``, and for
-    ``"stepwise"`` without gradients and ``return_states=False`` (a faster inference loop).
+    ``"stepwise"`` with ``return_states=False`` (which then keeps only every ``block``-th state for
+    its backward pass, default :data:`SCAN_BLOCK`, or without gradients runs a lighter loop).
     """
     check_choice("method", method, SCAN_METHODS[1:])
     if method == "cuda":
@@ -383,13 +445,38 @@ def selective_scan(u: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.
             inputs = _float32(u, dt, A, B, C, D)
             if not (return_states or torch.is_grad_enabled()):
                 return _stepwise_inference(*inputs), None
-            return _Stepwise.apply(*inputs)
+            return _Stepwise.apply(*inputs, return_states, block or SCAN_BLOCK)
     h = ssm_states(u, dt, A, B, method)
     return ssm_readout(h, C, u, D), h
 
 
 # ------------------------------------------------------------------------------------------------
 # The model
+
+
+class _CausalConv(torch.autograd.Function):
+    """The depthwise causal convolution of (batch, T, channels) inputs: ``nn.Conv1d``'s own forward
+    (``padding = K - 1``, trimmed to T) and a backward pass written out as one more depthwise
+    convolution and K reductions, because PyTorch's CPU backward of a depthwise convolution
+    measured several times slower than the rest of a Mamba block's backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        T, K = x.shape[1], weight.shape[-1]
+        y = F.conv1d(x.transpose(1, 2), weight, bias, padding=K - 1, groups=weight.shape[0])[..., :T]
+        return y.transpose(1, 2).contiguous()  # (batch, T, channels) in memory too: the ops after it run faster
+
+    @staticmethod
+    def backward(ctx: Any, gy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, weight = ctx.saved_tensors
+        gy = gy.to(x.dtype)  # under autocast the forward ran in lower precision
+        (_, T, d), K = x.shape, weight.shape[-1]
+        # y_t = bias + sum_k w_k x_{t-K+1+k}: x_s reaches y_{s+j} through w_{K-1-j}
+        gx = F.conv1d(F.pad(gy.transpose(1, 2), (0, K - 1)), weight.flip(-1), groups=d).transpose(1, 2)
+        gw = torch.stack([(gy[:, K - 1 - k:] * x[:, :T - (K - 1 - k)]).sum((0, 1)) if K - 1 - k < T
+                          else gy.new_zeros(d) for k in range(K)], -1)
+        return gx, gw.unsqueeze(1).to(weight.dtype), gy.sum((0, 1)).to(weight.dtype)
 
 
 class MambaMixer(nn.Module):
@@ -433,24 +520,26 @@ class MambaMixer(nn.Module):
     def _method(self, x: torch.Tensor) -> str:
         if self.scan_method != "auto":
             return self.scan_method
-        return auto_scan_method(x, states_wanted=bool(self.hook_ssm_state._forward_hooks))
+        return auto_scan_method(x, states_wanted=self.hook_ssm_state.hooked)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        T = x.shape[1]
         xi, z = self.in_proj(x).chunk(2, dim=-1)  # (B, T, d_inner) each
-        xi = self.hook_x(F.silu(self.conv1d(xi.transpose(1, 2))[..., :T].transpose(1, 2)))
+        xi = self.hook_x(F.silu(_CausalConv.apply(xi, self.conv1d.weight, self.conv1d.bias)))
         dt, B, C = self.x_proj(xi).split([self.dt_rank, D_STATE, D_STATE], dim=-1)
         dt = self.hook_dt(F.softplus(self.dt_proj(dt)))
-        A = self.A
-        method = self._method(x)
-        if method in ("parallel", "sequential"):  # a hook that edits the state changes the output
-            y = ssm_readout(self.hook_ssm_state(ssm_states(xi, dt, A, B, method)), C, xi, self.D)
-        else:
-            y, h = selective_scan(xi, dt, A, B, C, self.D, method,
-                                  return_states=bool(self.hook_ssm_state._forward_hooks))
-            if h is not None:  # read-only here: the output is already computed
-                self.hook_ssm_state(h)
+        y = self.ssm(xi, dt, B, C)
         return self.out_proj(self.hook_y(y.to(xi.dtype)) * F.silu(z))
+
+    @torch.compiler.disable  # torch.compile would unroll the scans' loops over time: they run eagerly
+    def ssm(self, xi: torch.Tensor, dt: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+        """The selective SSM's output y (B, T, d_inner), by the chosen scan, through ``hook_ssm_state``."""
+        A, method = self.A, self._method(xi)
+        if method in ("parallel", "sequential"):  # a hook that edits the state changes the output
+            return ssm_readout(self.hook_ssm_state(ssm_states(xi, dt, A, B, method)), C, xi, self.D)
+        y, h = selective_scan(xi, dt, A, B, C, self.D, method, return_states=self.hook_ssm_state.hooked)
+        if h is not None:  # read-only here: the output is already computed
+            self.hook_ssm_state(h)
+        return y
 
 
 class MambaBlock(nn.Module):
@@ -488,15 +577,26 @@ class Mamba(BlockStack):
 # Benchmark (run by hand, never as a timed test)
 
 
+SCAN_VARIANTS: dict[str, tuple[str, bool]] = {  # name: (method, states returned), for benchmark_scan
+    "sequential": ("sequential", True), "parallel": ("parallel", True),
+    "stepwise": ("stepwise", False),  # as in training: every SCAN_BLOCK-th state kept for the backward pass
+    "stepwise_states": ("stepwise", True),  # every state kept (as when a hook reads hook_ssm_state)
+}
+
+
 def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int = 16, d_inner: int = 64,
-                   d_state: int = D_STATE, methods: tuple[str, ...] = ("sequential", "parallel", "stepwise"),
+                   d_state: int = D_STATE, methods: tuple[str, ...] = tuple(SCAN_VARIANTS),
                    repeat: int = 7, backward: bool = True, seed: int = 0) -> list[dict[str, float]]:
-    """Milliseconds per :func:`selective_scan` call of each method on CPU, one row per length.
+    """Milliseconds per :func:`selective_scan` call of each variant (:data:`SCAN_VARIANTS`) on CPU, one
+    row per length.
 
     With ``backward``, a call is forward + backward with respect to every input. Each call is timed
-    on its own and the fastest of ``repeat`` is kept (robust to other jobs sharing the CPU). Row
-    keys: ``length``, ``<method>_ms`` for each method, and ``speedup`` = sequential / parallel.
+    on its own; row keys: ``length``, ``<variant>_ms`` (median of ``repeat``), ``<variant>_ms_min``
+    and ``<variant>_ms_max``, and ``speedup`` = sequential / stepwise medians (the CPU default against
+    the reference).
     """
+    for name in methods:
+        check_choice("method", name, tuple(SCAN_VARIANTS))
     g = torch.Generator().manual_seed(seed)
     rows = []
     for T in lengths:
@@ -506,9 +606,11 @@ def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int
         D = torch.randn(d_inner, generator=g)
         inputs = [t.requires_grad_(backward) for t in (u, dt, A, B, C, D)]
         row: dict[str, float] = {"length": T}
-        for method in methods:
+        for name in methods:
+            method, states = SCAN_VARIANTS[name]
+
             def call() -> None:
-                y, _ = selective_scan(*inputs, method=method)
+                y, _ = selective_scan(*inputs, method=method, return_states=states)
                 if backward:
                     y.square().sum().backward()
             call()  # warm-up
@@ -516,19 +618,22 @@ def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int
             for _ in range(repeat):
                 t0 = time.perf_counter()
                 call()
-                times.append(time.perf_counter() - t0)
-            row[f"{method}_ms"] = 1000 * min(times)
-        if "sequential_ms" in row and "parallel_ms" in row:
-            row["speedup"] = row["sequential_ms"] / row["parallel_ms"]
+                times.append(1000 * (time.perf_counter() - t0))
+            row[f"{name}_ms"] = statistics.median(times)
+            row[f"{name}_ms_min"], row[f"{name}_ms_max"] = min(times), max(times)
+        if "sequential_ms" in row and "stepwise_ms" in row:
+            row["speedup"] = row["sequential_ms"] / row["stepwise_ms"]
         rows.append(row)
     return rows
 
 
 def format_scan_benchmark(rows: list[dict[str, float]]) -> str:
-    """The rows of :func:`benchmark_scan` as plain text."""
+    """The rows of :func:`benchmark_scan` as plain text: median (min-max) ms per call."""
     methods = [k[:-3] for k in rows[0] if k.endswith("_ms")] if rows else []
-    lines = [f"{'T':>5}" + "".join(f"{m + ' ms':>15}" for m in methods) + "  parallel vs sequential"]
+    lines = ["ms per call, median (min-max)",
+             f"{'T':>5}" + "".join(f"{m:>24}" for m in methods) + "  stepwise vs sequential"]
     for r in rows:
-        lines.append(f"{r['length']:>5}" + "".join(f"{r[m + '_ms']:>15.2f}" for m in methods)
-                     + (f"  {r['speedup']:.2f}x" if "speedup" in r else ""))
+        cells = "".join(f"{r[m + '_ms']:.2f} ({r[m + '_ms_min']:.2f}-{r[m + '_ms_max']:.2f})".rjust(24)
+                        for m in methods)
+        lines.append(f"{r['length']:>5}" + cells + (f"  {r['speedup']:.2f}x" if "speedup" in r else ""))
     return "\n".join(lines)

@@ -97,10 +97,17 @@ class WindTunnelModel(nn.Module):
             self.backbone.reset_parameters()
 
     def forward(self, inputs: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits over the answer classes: (B, P, C) at ``positions``, or (B, T, C) everywhere."""
-        h = self.hook_final(self.norm_f(self.backbone(self.hook_embed(self.embed(inputs)))))
-        if positions is not None:
-            h = h[:, positions]
+        """Logits over the answer classes: (B, P, C) at ``positions``, or (B, T, C) everywhere.
+
+        A backbone with ``takes_positions`` is handed the positions and returns only those rows (the
+        transformer's last block then computes no other), unless a hook reads ``hook_final``."""
+        x = self.hook_embed(self.embed(inputs))
+        if positions is not None and getattr(self.backbone, "takes_positions", False) and not self.hook_final.hooked:
+            h = self.hook_final(self.norm_f(self.backbone(x, positions)))  # (B, P, d) straight from the backbone
+        else:
+            h = self.hook_final(self.norm_f(self.backbone(x)))
+            if positions is not None:
+                h = h[:, positions]
         if self.head is not None:
             logits = self.head(h)
         else:

@@ -1,8 +1,21 @@
-"""The paper's transformer backbone (spec 1.7), nanoGPT-style but with an explicit attention path.
+"""The paper's transformer backbone, nanoGPT-style, with hook points on every attention tensor.
 
 Pre-norm blocks: RMSNorm -> causal multi-head attention (q/k/v/o without bias) -> residual,
 RMSNorm -> MLP (d -> 4d -> d, GELU, biases) -> residual. ``head_mask`` (n_layers, n_heads)
 multiplies attention weights (zero-ablation); ``bypass`` is a set of block indices to skip.
+
+Attention runs one of two ways, equal to float rounding (about 1e-6): the explicit path (scores,
+softmax, pattern, each through its hook point; the scaling and the causal mask are folded into one
+``baddbmm``) and PyTorch's fused ``scaled_dot_product_attention``, which never materialises the
+(B, H, T, T) pattern. The explicit path runs whenever something reads or changes the pattern (a hook
+on ``hook_scores`` or ``hook_pattern``, or a head mask other than all ones in that layer), and on a
+CPU always: at these head sizes (16-32) the CPU's fused kernel measured slower than the explicit path
+(``bwt bench``). ``Transformer.set_attention`` chooses: ``"auto"`` (the fused kernel on GPUs),
+``"sdpa"`` (the fused kernel on every device) or ``"explicit"`` (the reference path: never the fused
+kernel, and every position of every block).
+Given the answer positions, the last block computes only their rows (its keys and values still come
+from every position): nothing after it mixes positions, so the logits are the same, for about half
+that block's work. A hook on any tensor of that block turns this off, so hooks see every position.
 With ``cfg.rope`` the queries and keys are rotated by their position (rotary embedding, base
 10,000, over the whole head), so a head can attend by relative offset ("two tokens back") at any
 position; ``hook_q`` and ``hook_k`` then hold the rotated vectors, whose dot products are the scores.
@@ -16,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..validation import check_choice
 from .config import ModelConfig
 from .hooks import HookPoint
 
@@ -26,7 +40,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x * rsqrt(mean(x^2) + eps) * weight
+        if hasattr(F, "rms_norm"):  # torch >= 2.4: one fused operation, the same numbers
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -42,13 +58,28 @@ def _rotation(T: int, dh: int, base: float, device: torch.device, dtype: torch.d
         return angle.cos().to(dtype), angle.sin().to(dtype)
 
 
-def rotary(x: torch.Tensor, base: float = 10_000.0) -> torch.Tensor:
+def rotary(x: torch.Tensor, base: float = 10_000.0, rows: torch.Tensor | None = None,
+           length: int | None = None) -> torch.Tensor:
     """Rotate (B, H, T, dh) queries or keys by position: pairs (i, i + dh/2) turn by t * base^(-2i/dh).
-    ``dh`` must be even (:class:`Attention` checks it when the model is built)."""
-    T, dh = x.shape[-2], x.shape[-1]
-    cos, sin = _rotation(T, dh, base, x.device, x.dtype)
+    ``dh`` must be even (:class:`Attention` checks it when the model is built). Positions are 0..T-1,
+    or ``rows`` (T indices into a sequence of ``length``) when ``x`` holds only those rows."""
+    dh = x.shape[-1]
+    cos, sin = _rotation(x.shape[-2] if rows is None else length, dh, base, x.device, x.dtype)
+    if rows is not None:
+        cos, sin = cos[rows], sin[rows]
     a, b = x[..., : dh // 2], x[..., dh // 2:]
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
+@functools.lru_cache(maxsize=32)
+def _causal_bias(T: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """(T, T): 0 where a query may attend (key position <= query position), -inf above the diagonal;
+    built once per length (an ordinary tensor even when first asked for under inference mode)."""
+    with torch.inference_mode(False):
+        return torch.full((T, T), float("-inf"), device=device, dtype=dtype).triu(1)
+
+
+ATTENTION_METHODS = ("auto", "explicit", "sdpa")
 
 
 class Attention(nn.Module):
@@ -73,19 +104,33 @@ class Attention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)
 
-    def forward(self, x: torch.Tensor, head_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, head_mask: torch.Tensor | None, fused: bool = True,
+                rows: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, d) -> (B, T, d), or (B, P, d) for the queries at ``rows`` (P positions) only.
+
+        ``head_mask`` (H,) or None (no head masked); ``fused``: the fused kernel may be used."""
         B, T, d = x.shape
-        q, k = self.split(self.q(x)), self.split(self.k(x))
+        q, k = self.split(self.q(x if rows is None else x[:, rows])), self.split(self.k(x))
         if self.rope:
-            q, k = rotary(q), rotary(k)
+            q, k = rotary(q, rows=rows, length=T), rotary(k)
         q, k = self.hook_q(q), self.hook_k(k)
         v = self.hook_v(self.split(self.v(x)))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
-        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        scores = self.hook_scores(scores.masked_fill(~causal, float("-inf")))
-        pattern = self.hook_pattern(scores.softmax(-1) * head_mask.view(1, -1, 1, 1))
-        z = self.hook_z(pattern @ v)  # (B, H, T, dh)
-        return self.o(z.transpose(1, 2).reshape(B, T, d))
+        P = q.shape[2]  # query rows: T, or len(rows)
+        bias = _causal_bias(T, x.device, q.dtype)
+        if fused and head_mask is None and not (self.hook_scores.hooked or self.hook_pattern.hooked):
+            if rows is None:
+                z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[rows])
+        else:  # scores = q k^T / sqrt(dh), -inf above the diagonal, in one matrix product
+            scores = torch.baddbmm(bias if rows is None else bias[rows], q.flatten(0, 1),
+                                   k.flatten(0, 1).transpose(1, 2), alpha=1 / math.sqrt(self.d_head))
+            pattern = self.hook_scores(scores.view(B, self.n_heads, P, T)).softmax(-1)
+            if head_mask is not None:
+                pattern = pattern * head_mask.view(1, -1, 1, 1)
+            z = self.hook_pattern(pattern) @ v
+        z = self.hook_z(z)  # (B, H, P, dh)
+        return self.o(z.transpose(1, 2).reshape(B, P, d))
 
 
 class MLP(nn.Module):
@@ -107,25 +152,57 @@ class Block(nn.Module):
         self.hook_resid_mid, self.hook_mlp_out = HookPoint(), HookPoint()
         self.hook_resid_post = HookPoint()
 
-    def forward(self, x: torch.Tensor, head_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, head_mask: torch.Tensor | None, fused: bool = True,
+                rows: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, d) -> (B, T, d), or (B, P, d) at ``rows`` only (attention still reads every position)."""
         x = self.hook_resid_pre(x)
-        x = self.hook_resid_mid(x + self.hook_attn_out(self.attn(self.ln1(x), head_mask)))
+        a = self.hook_attn_out(self.attn(self.ln1(x), head_mask, fused, rows))
+        x = self.hook_resid_mid((x if rows is None else x[:, rows]) + a)
         return self.hook_resid_post(x + self.hook_mlp_out(self.mlp(self.ln2(x))))
+
+    @property
+    def hooked(self) -> bool:
+        """Does any hook read a tensor of this block (then it must compute every position)?"""
+        return any(m.hooked for m in self.modules() if isinstance(m, HookPoint))
 
 
 class Transformer(nn.Module):
     """(B, T, d) -> (B, T, d): a stack of causal pre-norm attention blocks."""
 
     residual_projections = ("attn.o", "mlp.proj")  # scaled at init, as in GPT-2
+    takes_positions = True  # forward(x, positions) returns only those rows (see WindTunnelModel.forward)
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.register_buffer("head_mask", torch.ones(cfg.n_layers, cfg.n_heads), persistent=False)
         self.bypass: set[int] = set()
+        self.attention = "auto"  # see ATTENTION_METHODS; a runtime choice, not part of the config
+        self._masked: tuple[torch.Tensor, int, tuple[bool, ...]] | None = None  # (mask, its version, per layer)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for i, block in enumerate(self.blocks):
-            if i not in self.bypass:
-                x = block(x, self.head_mask[i])
-        return x
+    def set_attention(self, method: str) -> None:
+        """One of :data:`ATTENTION_METHODS` (see the module docstring); every choice keeps the hooks."""
+        check_choice("method", method, ATTENTION_METHODS)
+        self.attention = method
+
+    def masked_layers(self) -> tuple[bool, ...]:
+        """Per layer: is any head's mask other than 1? Recomputed only after ``head_mask`` changes
+        (its in-place version counter moves), so a training step never waits on this check."""
+        mask, cached = self.head_mask, self._masked
+        if cached is None or cached[0] is not mask or cached[1] != mask._version:
+            cached = self._masked = (mask, mask._version, tuple(bool(r) for r in (mask != 1).any(1).tolist()))
+        return cached[2]
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, d) -> (B, T, d), or (B, P, d) at ``positions``. Nothing after the last block mixes
+        positions, so that block computes only those rows, unless a hook reads it or the attention
+        method is ``"explicit"`` (the reference path: every position of every block)."""
+        masked = self.masked_layers()
+        fused = self.attention == "sdpa" or (self.attention == "auto" and x.device.type != "cpu")
+        active = [i for i in range(len(self.blocks)) if i not in self.bypass]
+        rows = positions
+        if positions is None or self.attention == "explicit" or not active or self.blocks[active[-1]].hooked:
+            rows = None
+        for i in active:
+            x = self.blocks[i](x, self.head_mask[i] if masked[i] else None, fused, rows if i == active[-1] else None)
+        return x if positions is None or rows is not None else x[:, positions]
