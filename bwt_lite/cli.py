@@ -562,7 +562,7 @@ def cmd_bench_scan(args: argparse.Namespace) -> int:
         print(json.dumps(rows))
     else:
         print(f"selective scan, forward + backward, batch {args.batch}, d_inner {args.d_inner}, "
-              f"{torch.get_num_threads()} thread(s); fastest of {args.repeat} calls")
+              f"{torch.get_num_threads()} thread(s); median (min-max) of {args.repeat} calls")
         print(format_scan_benchmark(rows))
     return 0
 
@@ -576,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("tunnel", choices=sorted(TUNNELS))
         sp.add_argument("arch", choices=ARCHS)
         sp.add_argument("--scale", choices=SCALES, default="lite")
-        sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; recall: default, mqar)")
+        sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; hmm: default, slow; recall: default, mqar)")
         sp.add_argument("--steps", type=int_range(1, MAX_STEPS), default=None,
                         help=f"training steps, 1 to {MAX_STEPS:,} (default: the preset's)")
         sp.add_argument("--seed", type=seed_int, default=None, help=f"{seed_help}, 0 to 2**63 - 1")
@@ -678,7 +678,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"channels (2 x d_model in a block), 1 to {SCAN_MAX['d_inner']:,}; batch x longest length "
                          f"x d-inner at most {SCAN_MAX_ELEMENTS:,}")
     sp.add_argument("--repeat", type=int_range(1, MAX_REPEAT), default=7,
-                    help=f"timed calls per method, 1 to {MAX_REPEAT:,} (the fastest is kept)")
+                    help=f"timed calls per method, 1 to {MAX_REPEAT:,} (median, min and max are shown)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_bench_scan)
 
