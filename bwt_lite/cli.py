@@ -526,6 +526,15 @@ def cmd_em_vs_sgd(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    """The claims scorecard from the shipped checkpoints (it never trains)."""
+    from .claims import report
+
+    print(report(device=args.device, fast=args.fast, as_json=args.json, network=args.network,
+                 log=None if args.json else _log))
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """Every architecture on every primitive's tunnel, our numbers beside the paper's."""
     from .reproduce import capacity_table, format_capacity_table, format_primitives_table, reproduce
@@ -696,6 +705,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"cells trained at once on the CPU, each in its own process (1 to {MAX_JOBS}, the CPU cores)")
     sp.add_argument("--json", action="store_true", help="one JSON object per cell, one per line")
     sp.set_defaults(func=cmd_reproduce)
+
+    sp = sub.add_parser("claims", help="the papers' claims, each with the paper's value, ours and a verdict")
+    sp.add_argument("--fast", action="store_true", help="small episode counts and seeds (seconds; for a quick look)")
+    sp.add_argument("--network", action="store_true",
+                    help="let the Paper III claims download their pretrained model (otherwise: not testable here)")
+    sp.add_argument("--device", type=device_arg, default="cpu", help="cpu (default), cuda, cuda:1...")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_claims)
 
     sp = sub.add_parser("cache", help="where checkpoints are cached; list or clear them")
     sp.add_argument("action", choices=("path", "list", "clear"))
