@@ -240,4 +240,4 @@ def test_bwt_claims_prints_the_scorecard_as_json(capsys):
 
     assert main(["claims", "--fast", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [c["id"] for c in out["claims"]] == list(CLAIM_IDS) and out["fast"] is True
+    assert [c["id"] for c in out["claims"]] == list(C.CLAIM_IDS) and out["fast"] is True
