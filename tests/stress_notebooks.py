@@ -12,6 +12,7 @@ import json
 import statistics
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -24,19 +25,45 @@ ROOT = Path(__file__).resolve().parents[1]
 STALL_FACTOR = 3.0
 
 
-def execute(path: Path, timeout: int) -> tuple[float, str | None]:
-    """Seconds to execute ``path`` in a fresh kernel, and the error (None when it ran clean)."""
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def timings(nb) -> tuple[int, float, float, float, float]:
+    """From the timestamps nbclient records: the slowest cell (index, seconds), the seconds spent in
+    cells (each request's arrival to its reply), and the first arrival and last reply (epoch s)."""
+    best, total, first, last = (-1, 0.0), 0.0, float("inf"), float("-inf")
+    for i, cell in enumerate(nb.cells):
+        timing = cell.get("metadata", {}).get("execution", {})
+        if "shell.execute_reply" in timing and "iopub.execute_input" in timing:
+            began, ended = _seconds(timing["iopub.execute_input"]), _seconds(timing["shell.execute_reply"])
+            total += ended - began
+            first, last = min(first, began), max(last, ended)
+            best = max(best, (i, ended - began), key=lambda x: x[1])
+    return best[0], best[1], total, first, last
+
+
+def execute(path: Path, timeout: int) -> tuple[float, str | None, str]:
+    """Seconds to execute ``path`` in a fresh kernel, the error (None when it ran clean), and where
+    the time went (kernel start, cells, the slowest cell, waits between cells, shutdown)."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=True,
                             resources={"metadata": {"path": str(path.parent)}})
-    t0 = time.perf_counter()
+    t0 = time.time()
+    error = None
     try:
         client.execute()
     except CellTimeoutError as exc:
-        return time.perf_counter() - t0, f"cell timeout: {str(exc).splitlines()[0]}"
+        error = f"cell timeout: {str(exc).splitlines()[0]}"
     except (CellExecutionError, DeadKernelError) as exc:
-        return time.perf_counter() - t0, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-    return time.perf_counter() - t0, None
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    end = time.time()
+    cell, cell_s, cells_s, first, last = timings(nb)
+    where = ""
+    if error is None and cell >= 0:
+        where = (f"start {first - t0:.1f} s, cells {cells_s:.1f} s (slowest: cell {cell}, {cell_s:.1f} s), "
+                 f"between cells {last - first - cells_s:.1f} s, shutdown {end - last:.1f} s")
+    return end - t0, error, where
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     for r in range(args.repeat):
         for path in notebooks:
-            seconds, error = execute(path, args.timeout)
+            seconds, error, where = execute(path, args.timeout)
             runs[path.stem].append(seconds)
-            status = "ok" if error is None else error
+            status = f"ok ({where})" if error is None else error
             print(f"run {r + 1}/{args.repeat} {path.stem}: {seconds:.1f} s {status}", file=sys.stderr, flush=True)
             if error is not None:
                 failures.append(f"{path.stem} run {r + 1}: {error}")
