@@ -1,4 +1,5 @@
-"""One call at the top of every chapter: device, seeds, cache directory (Google Drive when mounted)."""
+"""One call at the top of every chapter: device, seeds, cache directory (Google Drive when mounted),
+the book's figure style and static views of widgets."""
 from __future__ import annotations
 
 import random
@@ -16,12 +17,16 @@ class NotebookSetup:
 
 
 def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = True) -> NotebookSetup:
-    """Pick the device, seed python/numpy/torch, and choose the checkpoint cache directory.
+    """Pick the device, seed python/numpy/torch, choose the checkpoint cache directory, and set the
+    book-wide display: figures as wide as the book's column in retina PNG with readable fonts
+    (:func:`bwt_lite.display.set_figure_style`), and a static view of every interactive widget for
+    pages without a kernel (:func:`bwt_lite.display.enable_static_widgets`).
 
     The cache is ``$BWT_CACHE_DIR`` if set; else, on Colab with Google Drive mounted,
     ``MyDrive/bwt_cache`` (so trained models survive the session); else the user cache directory.
     """
     from .checkpoints import cache_dir
+    from .display import enable_static_widgets, set_figure_style
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -33,6 +38,8 @@ def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = Tru
         np.random.seed(seed)
     except ImportError:  # numpy is optional for the package itself
         pass
+    set_figure_style()
+    enable_static_widgets()
     setup = NotebookSetup(device=device, seed=seed, cache_dir=cache_dir())
     if verbose:
         from . import __version__

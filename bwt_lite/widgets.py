@@ -1,9 +1,10 @@
 """ipywidgets controls for the chapters. They call the package for every number and draw with
 :mod:`bwt_lite.plots`; they compute no science themselves.
 
-Every control is an ``ipywidgets.interactive``: it runs once when built, so an executed notebook
-(and the book built from it) shows its initial state; on Colab or in Jupyter it responds to the
-slider.
+Every control is an ``ipywidgets.interactive``: it runs once when built and, on Colab or in
+Jupyter, responds to its controls. After ``setup_notebook`` every such control also carries a static
+HTML view of its current setting (:func:`bwt_lite.display.static_view`): what it prints and its
+figure, which the book shows, since a page without a kernel cannot move a slider.
 
 Chapter 1: :func:`elimination_widget`. Chapter 2: :func:`prediction_widget`. Chapter 3:
 :func:`hmm_filter_widget`. Chapter 4: :func:`recall_widget`. Chapter 5: :func:`regression_widget`.

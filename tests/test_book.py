@@ -1,7 +1,8 @@
 """The book's wiring: every chapter is in the TOC, has the setup cell, a Colab badge built from
-the repository URL in _config.yml, objectives, prerequisites, a time estimate, and exercises in the
-one format of book/instructors.md whose checkers are all tested; the course pages are in the TOC
-and every citation has a BibTeX entry."""
+the repository URL in _config.yml, objectives, prerequisites, a time estimate, nbval checks as cell
+tags, and exercises in the one format of book/instructors.md whose checkers are all tested; the
+course pages are in the TOC and every citation has a BibTeX entry; display math stands in its own
+block; the book's stylesheet and widget settings are configured."""
 import json
 import re
 from pathlib import Path
@@ -58,7 +59,9 @@ def test_chapter_standards(path):
     assert len(exercises) >= 2
     assert sum("<details><summary>Solution</summary>" in s for s in src) >= 2
     assert any("bwt_lite.exercises" in s for s in src)
-    assert any(s.startswith("# NBVAL_CHECK_OUTPUT") for s in src)
+    # nbval reads the cell tag; a comment marker would show on the book's page.
+    assert any("nbval-check-output" in c.get("metadata", {}).get("tags", []) for c in cells)
+    assert not any("NBVAL_" in s for c, s in zip(cells, src) if c["cell_type"] == "code"), "use nbval cell tags"
     assert not any("TODO" in s for c, s in zip(cells, src) if c["cell_type"] == "code")
 
 
@@ -173,3 +176,108 @@ def test_every_citation_has_a_bibtex_entry():
         for keys in CITE.findall(text):
             cited |= {k.strip() for k in keys.split(",")}
     assert cited and cited <= BIB_KEYS, f"unknown citation keys: {sorted(cited - BIB_KEYS)}"
+
+
+# ------------------------------------------------------------------------------------------------
+# What the rendered page needs from the sources
+
+BARE_CALL = re.compile(r"^check_\w+\(.*\)\s*$")
+
+
+DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.S)
+
+
+def math_blocks_in_paragraphs(text: str) -> list[str]:
+    """The $$...$$ blocks of a markdown text that are not a block of their own (a blank line, or the
+    start or end of the text, before and after; an equation label may follow)."""
+    bad = []
+    for m in DISPLAY_MATH.finditer(text):
+        before = text[: m.start()].rstrip(" \t")
+        after = re.sub(r"^[ \t]*(\(\w+\))?[ \t]*", "", text[m.end():])
+        if not (before == "" or before.endswith("\n\n")) or not (after == "" or re.match(r"\n[ \t]*(\n|$)", after)):
+            bad.append(m.group(0)[:50])
+    return bad
+
+
+def test_math_blocks_in_paragraphs_are_found():
+    assert math_blocks_in_paragraphs("text\n\n$$x$$\n\nmore") == []
+    assert math_blocks_in_paragraphs("$$x$$ (eq)\n") == []
+    assert math_blocks_in_paragraphs("a sentence,\n$$x$$\n\nmore") == ["$$x$$"]
+    assert math_blocks_in_paragraphs("text\n\n$$x\n= y$$\nso it goes") == ["$$x\n= y$$"]
+    assert math_blocks_in_paragraphs("inline $$x$$ here") == ["$$x$$"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_display_math_stands_in_its_own_block(path):
+    """MyST parses $$...$$ as display math only as a block of its own: with a line of text right
+    before or after it, the page shows the dollar signs."""
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        if cell["cell_type"] == "markdown":
+            bad = math_blocks_in_paragraphs("".join(cell["source"]))
+            assert not bad, f"cell {i}: display math inside a paragraph (blank lines around it): {bad}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_checker_calls_do_not_echo_a_bool(path):
+    """A cell ending with a bare checker call shows its True/False on the page: assign it instead."""
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        if cell["cell_type"] == "code":
+            last = [line for line in "".join(cell["source"]).splitlines() if line.strip()][-1:]
+            assert not (last and BARE_CALL.match(last[0])), f"cell {i} ends with {last[0]!r}"
+
+
+def test_book_stylesheet_and_widget_settings():
+    sphinx = CONFIG["sphinx"]["config"]
+    static = sphinx["html_static_path"]
+    assert all((ROOT / d).is_dir() for d in static)
+    assert all(any((ROOT / d / css).is_file() for d in static) for css in sphinx["html_css_files"])
+    assert not any(p.suffix == ".js" for d in static for p in (ROOT / d).rglob("*"))  # see bwt.css
+    css = "".join((ROOT / d / c).read_text() for d in static for c in sphinx["html_css_files"]
+                  if (ROOT / d / c).is_file())
+    assert re.search(r"\.cell_output pre\s*\{[^}]*white-space:\s*pre-wrap", css)
+    # widgets: the static view (text/html) instead of a live view that needs JavaScript from a CDN
+    assert ["html", "application/vnd.jupyter.widget-view+json", None] in sphinx["nb_mime_priority_overrides"]
+    assert sphinx["nb_ipywidgets_js"] == {}
+
+
+def test_check_book_flags_what_a_student_would_stumble_on(tmp_path):
+    """tests/check_book.py on a small page: each problem it looks for, and a clean page."""
+    import base64
+    import struct
+    import sys
+    import zlib
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import check_book
+
+    def png(width: int) -> str:
+        raw = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">IIBBBBB", width, 10, 8, 2, 0, 0, 0)
+        return "data:image/png;base64," + base64.b64encode(raw + struct.pack(">I", zlib.crc32(b"IHDR"))).decode()
+
+    row = "transformer   0.0135 bits   " * 4
+    bad = f"""<html><body><article>
+      <p>the plateau $</p><div class="math notranslate">\\[x\\]</div><p>$ and more</p>
+      <div class="cell"><div class="cell_input"><pre># NBVAL_CHECK_OUTPUT</pre></div>
+        <div class="cell_output"><div class="output text_plain"><pre>False</pre></div>
+          <div class="output stream"><pre>{row}\nshort line</pre></div>
+          <div class="output text_plain"><pre>interactive(children=(IntSlider(value=5),))</pre></div>
+          <div class="output text_html"><img src="{png(1200)}" style="width: 1200px; height: 400px;"></div>
+          <div class="output text_html"><table><tr>{"<td>2,677,440</td>" * 12}</tr></table></div>
+        </div></div>
+      <script src="https://cdn.jsdelivr.net/npm/@jupyter-widgets/html-manager@1.0.6/dist/embed-amd.js"></script>
+    </article></body></html>"""
+    page = tmp_path / "bad.html"
+    page.write_text(bad)
+    found = "\n".join(check_book.page_problems(page, "bad", strict=True))
+    for expected in ("1 output table row(s) wider", "a table needs about", "2 stray '$'", "NBVAL_ marker",
+                     "bare True/False", "text repr", "widget JavaScript", "shrunk", "fewer than 2 pixels"):
+        assert expected in found, expected
+    assert check_book.page_problems(page, "bad", strict=False)  # shrunk figures only warn by default
+
+    long_prose = "a long line of prose wraps at the column and reads fine " * 3
+    good = f"""<html><body><article><p>costs <span class="math">\\(x\\)</span>; <code>$HOME</code></p>
+      <div class="cell"><div class="cell_output"><div class="output stream"><pre>{long_prose}</pre></div>
+        <div class="output text_html"><img src="{png(1320)}" width="660"></div></div></div>
+    </article></body></html>"""
+    page.write_text(good)
+    assert check_book.page_problems(page, "good", strict=True) == []

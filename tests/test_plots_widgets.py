@@ -126,3 +126,44 @@ def test_chapter2_plots_and_prediction_widget():
     with pytest.raises(ValueError):
         prediction_widget(model, tunnel, position=9)
     plt.close("all")
+
+
+def _static_html(w):
+    """The widget's text/html form once setup_notebook has run in an IPython session."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from bwt_lite.display import enable_static_widgets
+
+    shell = InteractiveShell.instance()
+    assert enable_static_widgets()
+    try:
+        return shell.display_formatter.format(w)[0].get("text/html")
+    finally:
+        InteractiveShell.clear_instance()  # other tests run without an IPython session
+
+
+def test_prediction_widget_has_a_static_view_for_the_book():
+    from bwt_lite.models import ModelConfig, build_model
+    from bwt_lite.widgets import prediction_widget
+
+    tunnel = make_tunnel("bijection", V=6, L=5)
+    model = build_model(ModelConfig(d_model=16, n_layers=1, n_heads=2, vocab_size=12, n_positions=10,
+                                    answer_tokens=tuple(range(6, 12))))
+    html = _static_html(prediction_widget(model, tunnel, seed=3, position=2))
+    assert "episode seed = 3, position = 2" in html and html.count("<img ") == 1
+    assert plt.get_fignums() == []
+
+
+def test_llm_attention_widget_has_a_static_view_for_the_book():
+    pytest.importorskip("transformers")
+    from bwt_lite.llm.offline import from_config, tiny_config
+    from bwt_lite.llm.probe import probe
+    from bwt_lite.llm.widgets import attention_widget
+
+    model = from_config(tiny_config("gpt2", 64, d_model=32, n_layers=2, n_heads=4), seed=0)
+    ids = torch.tensor([5, 9, 17, 9, 30, 2])
+    w = attention_widget(probe(model, ids), [f"t{i}" for i in ids.tolist()], layer=1)
+    plt.close("all")
+    html = _static_html(w)  # the widget draws with plt.show(): the open figure is captured and closed
+    assert "layer = 1" in html and html.count("<img ") == 1
+    assert plt.get_fignums() == []

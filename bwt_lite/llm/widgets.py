@@ -1,4 +1,7 @@
-"""ipywidgets control for the language-model chapter: the last token's attention, layer by layer."""
+"""ipywidgets control for the language-model chapter: the last token's attention, layer by layer.
+
+Like the controls of :mod:`bwt_lite.widgets`, it carries a static view of its current setting after
+``setup_notebook`` (:func:`bwt_lite.display.static_view`), which the book shows."""
 from __future__ import annotations
 
 import ipywidgets
