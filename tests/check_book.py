@@ -73,21 +73,7 @@ TABLE_CELL_PAD_PX = 2 * 0.6 * 16
 
 def toc_notebooks(root: Path = ROOT) -> list[Path]:
     """The notebooks that the table of contents lists, in order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    found: list[Path] = []
-
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            if "file" in node and (root / f"{node['file']}.ipynb").exists():
-                found.append(root / f"{node['file']}.ipynb")
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc)
-    return found
+    return [p for p in toc_pages(root) if p.suffix == ".ipynb"]
 
 
 def toc_pages(root: Path = ROOT) -> list[Path]:
