@@ -5,7 +5,7 @@ Single head (:func:`em_vs_sgd`). The paper's 820-parameter head (:class:`~bwt_li
 on the sticky Markov chain (:class:`~bwt_lite.tunnels.sticky.Sticky`), trained full batch with plain
 SGD (lr 0.01 on every weight) against the same with 10x the learning rate on ``W_V`` (the paper's
 "EM-like" update: values are the M-step prototypes, attention the E-step responsibilities), from the
-same initialisation, for several seeds. The paper's claim (spec 1.10): SGD's final loss is reached
+same initialisation, for several seeds. The paper's claim (Paper II, EM-like two-timescale training): SGD's final loss is reached
 in 430 instead of 1000 steps, 2.3x faster. Unlike the authors, who scored the sequence they trained
 on, every loss here is measured on held-out sequences (generator ``EVAL_SEED_BASE + seed``), and
 steps are counted to the first step whose held-out loss is at or below SGD's final held-out loss.

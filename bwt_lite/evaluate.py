@@ -1,4 +1,4 @@
-"""Held-out evaluation of a model on a tunnel with the canonical metrics (spec 1.9).
+"""Held-out evaluation of a model on a tunnel with the canonical metrics (bwt_lite.metrics).
 
 Evaluation episodes come from their own generator, seeded ``EVAL_SEED_BASE + seed``, never from
 the training stream (which is seeded ``seed``).

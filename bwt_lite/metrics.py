@@ -1,4 +1,4 @@
-"""Metrics on tensors only (spec 1.9). Entropies and divergences are in bits.
+"""Metrics on tensors only, as Paper I scores its wind tunnels. Entropies and divergences are in bits.
 
 Canonical entropy MAE: per episode and prediction position, |H_model - H_Bayes|, with H_model from
 the softmax over the answer classes only, averaged over episodes and positions. The "difference of

@@ -52,7 +52,7 @@ FIGURES: dict[str, Published] = {
     "hmm_length_k50": Published(
         0.029, "bits", "Paper I, length generalisation (trained at K=20, evaluated at K=50)",
         "mean over all 50 positions, including the ~0 error of the 20 in-range ones"),
-    # Paper II: the sticky Markov chain and "EM-like" two-timescale training (spec 1.6, 1.10).
+    # Paper II: the sticky Markov chain and "EM-like" two-timescale training.
     "sticky_floor": Published(
         1.829, "nats", "Paper II, sticky Markov chain (8 symbols, self-transition 0.3498)",
         "the mean row entropy of the transition matrix (2.639 bits): the floor when every input identifies its symbol"),
@@ -63,7 +63,7 @@ FIGURES: dict[str, Published] = {
         430, "steps", "Paper II, single-head model, sticky Markov chain", "steps of the EM-like update to SGD's final loss"),
     "em_vs_sgd_sgd_steps": Published(
         1000, "steps", "Paper II, single-head model, sticky Markov chain", "the SGD run's length (its final loss)"),
-    # Paper III: pretrained language models (spec 1.10, section 2). Ranges are stored as _low / _high pairs.
+    # Paper III: pretrained language models. Ranges are stored as _low / _high pairs.
     "llm_key_orthogonality_low": Published(
         0.11, "mean |cos|", "Paper III, Pythia-410M key orthogonality (range over layers)", "key vectors per layer"),
     "llm_key_orthogonality_high": Published(
@@ -81,7 +81,7 @@ FIGURES: dict[str, Published] = {
     "llm_sula_mae_high": Published(0.44, "bits", "Paper III, SULA entropy MAE (range over models)", "against the entropy of the Bayes posterior"),
     "llm_sula_rho_low": Published(0.65, "|rho|", "Paper III, SULA |rho(PC1, H_Bayes)| (range over models)", "last-token representation"),
     "llm_sula_rho_high": Published(0.80, "|rho|", "Paper III, SULA |rho(PC1, H_Bayes)| (range over models)", "last-token representation"),
-    # Paper I geometry, part A (spec 1.10): the hypothesis frame, head and layer ablation.
+    # Paper I geometry, part A: the hypothesis frame, head and layer ablation.
     "key_cosine_layer0": Published(
         0.052, "mean |off-diagonal cosine|", "Paper I, layer-0 keys of the hypothesis tokens",
         "vs 0.082 at random init (\"37 % lower, p < 0.001\", \"< 0.1\"); the paper does not say how the keys were taken"),
@@ -106,7 +106,7 @@ FIGURES: dict[str, Published] = {
         0.162, "bits", "the authors' production checkpoint, one layer-0 head zero-ablated (highest of the six)"),
     "layer_ablation_ratio": Published(
         10.0, "x", "Paper I, layer ablation", "removing any single layer raises the error by more than this factor"),
-    # Paper I geometry, part B (spec 1.10): value manifold, frame-precision dissociation, Mamba's simplex.
+    # Paper I geometry, part B: value manifold, frame-precision dissociation, Mamba's simplex.
     "value_manifold_pc1": Published(
         0.80, "fraction of variance", "Paper I, value manifold (final-layer representation, bijection)",
         "PC1 > 80 %; the paper does not say over which points the PCA is taken"),

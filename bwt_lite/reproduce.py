@@ -86,7 +86,7 @@ METRIC_NAMES = {"entropy_mae_bits": "entropy MAE", "kl_bits": "KL"}
 
 # How each architecture's size was chosen (presets.ARCH_SIZES says the same beside the numbers).
 HOW_MATCHED: dict[tuple[str, str], str] = {
-    ("transformer", "paper"): "reference: spec 1.7 (HMM: the paper's 9 layers, 8 heads, d=256)",
+    ("transformer", "paper"): "reference: Paper I's production model (HMM: the paper's 9 layers, 8 heads, d=256)",
     ("transformer", "lite"): "reference: this tunnel's lite transformer",
     ("mlp", "paper"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
     ("mlp", "lite"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",

@@ -1,4 +1,4 @@
-"""The paper presets are the authors' production recipe (spec 1.7-1.8), exactly."""
+"""The paper presets are the authors' production recipe (Paper I's model and training setup), exactly."""
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""Head and layer ablation (spec 1.10): which heads and blocks does the Bayesian answer need?
+"""Head and layer ablation (Paper I, geometric diagnostics): which heads and blocks does the Bayesian answer need?
 
 - **Head ablation** zero-ablates one attention head at a time through the transformer's head mask
   (its attention weights, hence its output ``z``, become zero; the rest of the model is untouched)

@@ -1,4 +1,4 @@
-"""Frame-precision dissociation (spec 1.10): does attention settle long before the predictions do?
+"""Frame-precision dissociation (Paper I, training dynamics): does attention settle long before the predictions do?
 
 A **training trajectory** is a set of model snapshots saved densely early in training (steps 0, 25,
 50, 100, ...) and sparsely later, plus the trainer's held-out history. From it,

@@ -1,4 +1,5 @@
-"""Progressive elimination on the bijection tunnel (spec 1.10): where does each query look, layer by layer?
+"""Progressive elimination on the bijection tunnel (Paper I, QK sharpening): where does each query
+look, layer by layer?
 
 **Which context positions count as what.** At a prediction position (a key, or the paired variant's
 final query) with token position ``i``, every position ``j`` of the sequence gets one *role*:

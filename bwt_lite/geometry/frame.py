@@ -1,4 +1,4 @@
-"""The hypothesis frame: how orthogonal are the keys of the hypothesis tokens? (spec 1.10)
+"""The hypothesis frame: how orthogonal are the keys of the hypothesis tokens? (Paper I, the hypothesis frame)
 
 The spec's canonical measurement takes the layer-0 key of every hypothesis token from its token
 embedding alone, ``k_v = W_K^(h) RMSNorm(e_v)`` (the block's own pre-attention norm and key

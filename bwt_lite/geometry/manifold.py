@@ -1,4 +1,4 @@
-"""The value manifold (spec 1.10): PCA of the final-layer representation at the prediction positions.
+"""The value manifold (Paper I; Paper III's recap): PCA of the final-layer representation at the prediction positions.
 
 :func:`value_manifold` collects one representation per (held-out episode, prediction position), by
 default the residual stream after the final norm (what the head reads; ``hook="attn_out"`` takes

@@ -1,4 +1,4 @@
-"""Belief substrate (spec 1.10): linear probes from the residual stream at every layer to the exact
+"""Belief substrate (Paper I, geometric diagnostics): linear probes from the residual stream at every layer to the exact
 posterior.
 
 A probe is closed-form ridge regression in float64 with an intercept (:func:`ridge_fit`), fit on the

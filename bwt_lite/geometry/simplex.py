@@ -1,4 +1,4 @@
-"""The belief simplex (spec 1.10): does a model's final representation on the HMM lay the filtering
+"""The belief simplex (Paper I, Mamba on the HMM): does a model's final representation on the HMM lay the filtering
 posteriors out as a simplex, one cluster per most likely hidden state?
 
 At every symbol token the exact posterior over the S hidden states is a point of the probability
@@ -18,7 +18,7 @@ measures how clearly it does:
 - held-out linear R^2 of the Bayes entropy from the representation and from its two PCs, and of the
   whole posterior (a ridge probe, :mod:`bwt_lite.geometry.probes`).
 
-Authors' numbers (spec 1.10): entropy R^2 0.40 for Mamba and 0.004 for the LSTM (their LSTM's
+Authors' numbers (their public analysis code for Paper I's Mamba): entropy R^2 0.40 for Mamba and 0.004 for the LSTM (their LSTM's
 entropy MAE on the HMM was 0.411 bits, the uniform plateau: a model that learned nothing has no
 simplex to show).
 """

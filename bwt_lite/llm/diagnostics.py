@@ -1,4 +1,4 @@
-"""Paper III's geometric diagnostics on language models (spec 1.10), computed from :class:`~bwt_lite.llm.probe.Probe`s.
+"""Paper III's geometric diagnostics on language models (Paper III), computed from :class:`~bwt_lite.llm.probe.Probe`s.
 
 - Key orthogonality: mean |cosine| between the keys of the *distinct* tokens of a prompt, per layer
   (averaged over key heads and prompts), with the analytic baseline for random Gaussian vectors,

@@ -1,4 +1,4 @@
-"""The LSTM backbone (spec 1.7): ``n_layers`` stacked LSTM layers of width ``d_model``.
+"""The LSTM backbone (Paper I's architecture comparison): ``n_layers`` stacked LSTM layers of width ``d_model``.
 
 Each layer is one ``nn.LSTM`` (d -> d, both PyTorch biases) that replaces the stream with its hidden
 states; there is no residual connection, as in an ordinary stacked LSTM. The shared adapter supplies

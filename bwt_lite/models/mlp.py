@@ -1,4 +1,4 @@
-"""The capacity-matched MLP control (spec 1.7): residual MLP blocks that never mix positions.
+"""The capacity-matched MLP control (Paper I): residual MLP blocks that never mix positions.
 
 Each block is ``x + fc2(GELU(fc1(LayerNorm(x))))`` with hidden width 4d. With the same embeddings,
 final norm and tied head as the transformer, 9 blocks at d = 192 give 2,681,472 parameters.
