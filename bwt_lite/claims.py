@@ -6,7 +6,7 @@ LLMs" (arXiv 2512.23752). :func:`scorecard` measures each claim on the lite chec
 the package (never training: a missing checkpoint raises), the shipped training trajectory, and a
 small Paper II run; :func:`format_scorecard` prints the rows and :func:`to_json` gives them as JSON.
 Every number in a row is computed by the code that runs; the paper's numbers come from
-:mod:`bwt_lite.paper`, and the few it lacks are in :data:`PAPER_EXTRA` with their source.
+:mod:`bwt_lite.paper` (``paper_value``, ``paper_figure``), each with its source.
 
 **Verdicts** (one of :data:`VERDICTS`):
 
@@ -72,31 +72,6 @@ KEEPS_FALLING = 3.0  # and the error "keeps falling" when it drops at least this
 LENGTHS = (30, 50)  # the lengths of the paper's length-generalisation figures
 
 
-# Published figures that bwt_lite.paper does not hold, with their sources. Ranges are _low / _high pairs.
-PAPER_EXTRA: dict[str, Published] = {
-    "bijection_text_low": Published(
-        1e-4, "bits", "Paper I, abstract",
-        "small transformers reproduce Bayesian posteriors with 1e-3 to 1e-4 bit accuracy"),
-    "bijection_text_high": Published(1e-3, "bits", "Paper I, abstract"),
-    "qk_alignment": Published(
-        math.nan, "", "Paper I, abstract and geometric diagnostics",
-        "progressive query-key alignment across layers; no single number"),
-    "belief_substrate": Published(
-        math.nan, "", "Paper I, abstract", "residual streams serve as the belief substrate; no single number"),
-    "unfurling": Published(
-        math.nan, "", "Paper I, abstract and training dynamics",
-        "during training the value manifold unfurls while attention patterns remain stable; no number"),
-    "frame_overlap_plateau_step": Published(
-        2500, "steps", "the authors' frame-precision measurement", "frame overlap ~6x null by step ~2,500"),
-    "dissociation_step_early": Published(
-        2500, "steps", "the authors' frame-precision run", "the step of the 0.032-bit entropy MAE"),
-    "dissociation_step_final": Published(
-        50_000, "steps", "the authors' frame-precision run", "the step of the 0.00078-bit entropy MAE"),
-    "llm_focusing": Published(
-        math.nan, "", "Paper III, attention focusing across depth",
-        "the final query's attention entropy falls from the first to the last layer; no number stored here"),
-}
-
 # Where each claim is shown: the chapter notebook (chapters/<name>.ipynb).
 CH_BIJECTION, CH_HMM, CH_RECALL = "02_transformer_learns_the_posterior", "03_hmm_filtering", "04_associative_recall"
 CH_PRIMITIVES, CH_FRAME, CH_ELIMINATION = "06_three_primitives", "07_hypothesis_frame", "08_progressive_elimination"
@@ -114,12 +89,10 @@ class ClaimInfo:
 
 
 def _src(*names: str) -> str:
-    """The sources of published figures (paper_value / paper_figure / PAPER_EXTRA names), deduplicated."""
+    """The sources of published figures (paper_value or paper_figure names), deduplicated."""
     out = []
     for n in names:
-        if n in PAPER_EXTRA:
-            out.append(PAPER_EXTRA[n].source)
-        elif "/" in n:
+        if "/" in n:
             pub = paper_value(*n.split("/"))
             out.append(pub.source if pub else n)
         else:
@@ -131,7 +104,7 @@ def _src(*names: str) -> str:
 CLAIMS: dict[str, ClaimInfo] = {
     "bijection-headline": ClaimInfo(
         "a small transformer matches the Bayes posterior on the bijection to "
-        f"{PAPER_EXTRA['bijection_text_high'].value:g} - {PAPER_EXTRA['bijection_text_low'].value:g} bits "
+        f"{paper_figure('bijection_text_high').value:g} - {paper_figure('bijection_text_low').value:g} bits "
         "of entropy MAE",
         _src("bijection_text_low", "bijection/transformer"), CH_BIJECTION),
     "bijection-mlp": ClaimInfo(
@@ -472,7 +445,7 @@ def _rows_bijection(ctx: _Context) -> list[Claim]:
     t = ctx.tunnel("bijection")
     V, L = t.V, t.L
     plateau = sum(math.log2(V / (V - k)) for k in range(L)) / L  # a context-blind model's entropy MAE
-    lo, hi = PAPER_EXTRA["bijection_text_low"].value, PAPER_EXTRA["bijection_text_high"].value
+    lo, hi = paper_figure("bijection_text_low").value, paper_figure("bijection_text_high").value
 
     def headline(d: dict[str, Any]) -> str:
         mae = d["ours"]["entropy_mae_bits"]
@@ -493,7 +466,7 @@ def _rows_bijection(ctx: _Context) -> list[Claim]:
     table = paper_value("bijection", "transformer")
     return [_cell(ctx, "bijection-headline", "bijection", "transformer", headline,
                   also=lambda mae: within_factor(mae, hi),  # the abstract's range, at its nearer end
-                  paper_text=f"{lo:g}-{hi:g} bits ({PAPER_EXTRA['bijection_text_low'].source}); "
+                  paper_text=f"{lo:g}-{hi:g} bits ({paper_figure('bijection_text_low').source}); "
                              f"{_published(table)} ({table.source})"),
             _cell(ctx, "bijection-mlp", "bijection", "mlp", mlp),
             _cell(ctx, "bijection-lstm", "bijection", "lstm"),
@@ -793,9 +766,9 @@ def _rows_trajectory(ctx: _Context) -> list[Claim]:
     verdict = NOT_REPRODUCED if not early else count_verdict([v >= KEEPS_FALLING for v in drops.values()])
     p_2500, p_50k = paper_figure("dissociation_mae_2500").value, paper_figure("dissociation_mae_50k").value
     s_early = int(paper_figure("frame_overlap_early_step").value)
-    s_plateau = int(PAPER_EXTRA["frame_overlap_plateau_step"].value)
-    s_mae = int(PAPER_EXTRA["dissociation_step_early"].value)
-    s_final = int(PAPER_EXTRA["dissociation_step_final"].value)
+    s_plateau = int(paper_figure("frame_overlap_plateau_step").value)
+    s_mae = int(paper_figure("dissociation_step_early").value)
+    s_final = int(paper_figure("dissociation_step_final").value)
     ov = {s: d.at(s)["key_overlap"] / d.overlap_null for s in (s_early, s_plateau) if s in d.steps}
     if settled is None:
         reason = f"the key frame never stays within {SETTLED:g} of its final form"
@@ -1082,7 +1055,7 @@ def report(device: str | torch.device = "cpu", fast: bool = False, as_json: bool
     return to_json(rows, fast=fast) if as_json else format_scorecard(rows)
 
 
-__all__ = ["ACCURACY_POINTS", "Budget", "CLAIM_IDS", "Claim", "ClaimInfo", "FACTOR", "FAST", "FULL", "PAPER_EXTRA",
+__all__ = ["ACCURACY_POINTS", "Budget", "CLAIM_IDS", "Claim", "ClaimInfo", "FACTOR", "FAST", "FULL",
            "CLAIMS", "SPEEDUP_FACTOR", "VERDICTS", "cell_verdict", "count_verdict", "counts", "format_scorecard",
            "llm_measurements", "llm_verdicts", "ratio", "report", "scorecard", "size_verdict", "speedup_verdict",
            "to_dict", "to_json", "trend", "within_factor", "within_points"]

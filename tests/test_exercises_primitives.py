@@ -43,7 +43,7 @@ def right_plateau(V):
 
 
 def test_blind_plateau_reference():
-    assert math.isclose(blind_plateau(20), 1.107, abs_tol=5e-4)  # the spec's 1.107-bit plateau
+    assert math.isclose(blind_plateau(20), 1.107, abs_tol=5e-4)  # the 1.107-bit context-blind plateau
     assert blind_plateau(2) == 0.0  # one key position, where Bayes is uniform too
     for V in (3, 7, 20):
         assert math.isclose(blind_plateau(V), right_plateau(V), rel_tol=1e-12)

@@ -34,7 +34,7 @@ def test_random_cosine_baseline_matches_monte_carlo():
         x = torch.randn(4000, 2, d, generator=g, dtype=torch.float64)
         mc = torch.nn.functional.cosine_similarity(x[:, 0], x[:, 1], dim=-1).abs().mean().item()
         assert mc == pytest.approx(random_cosine_baseline(d, exact=True), abs=0.01)
-    assert random_cosine_baseline(32) == pytest.approx(0.141, abs=5e-4)  # the spec's number for d_head 32
+    assert random_cosine_baseline(32) == pytest.approx(0.141, abs=5e-4)  # the analytic baseline for d_head 32
     assert random_cosine_baseline(2, exact=True) == pytest.approx(2 / math.pi)  # E|cos U|, U uniform angle
     assert abs(random_cosine_baseline(256) - random_cosine_baseline(256, exact=True)) < 1e-3
     with pytest.raises(ValueError, match="d must"):

@@ -30,7 +30,7 @@ def test_bayes_posterior_equals_enumeration(a):
             post0, pred0 = brute_force(shown, a)
             assert S.bayes_posterior(m, n, a).item() == pytest.approx(post0, abs=1e-12)
             assert S.bayes_predictive(m, n, a).item() == pytest.approx(pred0, abs=1e-12)
-            # the spec's closed form
+            # Paper III's closed form
             closed = a ** m * (1 - a) ** n / (a ** m * (1 - a) ** n + a ** n * (1 - a) ** m)
             assert S.bayes_posterior(m, n, a).item() == pytest.approx(closed, abs=1e-12)
 

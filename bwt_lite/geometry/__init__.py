@@ -1,4 +1,4 @@
-"""Geometric diagnostics of trained wind-tunnel models (spec section 1.10), one module per family.
+"""Geometric diagnostics of trained wind-tunnel models (Paper I's geometric analysis; Paper III for language models), one module per family.
 
 Each diagnostic is a function returning numbers (a dataclass or dict); the plots and widgets are in
 :mod:`.plotting_attention` (frame, ablation, elimination) and :mod:`.plotting_manifold` (manifold,

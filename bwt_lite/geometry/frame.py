@@ -1,6 +1,6 @@
 """The hypothesis frame: how orthogonal are the keys of the hypothesis tokens? (Paper I, the hypothesis frame)
 
-The spec's canonical measurement takes the layer-0 key of every hypothesis token from its token
+The canonical measurement takes the layer-0 key of every hypothesis token from its token
 embedding alone, ``k_v = W_K^(h) RMSNorm(e_v)`` (the block's own pre-attention norm and key
 projection, no position embedding), and reports per head the mean absolute cosine between the keys
 of different tokens. Published numbers disagree by a factor of ten (0.052 in Paper I, 0.43-0.49 when
@@ -69,7 +69,7 @@ class FrameDefinition:
         return cls(*parts)
 
 
-# Every valid definition; the first is the spec's canonical one.
+# Every valid definition; the first is the canonical one.
 DEFINITIONS: tuple[FrameDefinition, ...] = (
     FrameDefinition("projected", "per_head", "abs"),
     FrameDefinition("projected", "per_head", "signed"),
@@ -81,7 +81,7 @@ DEFINITIONS: tuple[FrameDefinition, ...] = (
 
 
 def analytic_abs_cosine(d: int) -> float:
-    """The spec's baseline sqrt(2 / (pi d)): E|cos| of two independent isotropic vectors, large d."""
+    """The analytic baseline sqrt(2 / (pi d)): E|cos| of two independent isotropic vectors, large d."""
     check_int("d", d, 1)
     return math.sqrt(2.0 / (math.pi * d))
 

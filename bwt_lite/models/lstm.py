@@ -3,7 +3,7 @@
 Each layer is one ``nn.LSTM`` (d -> d, both PyTorch biases) that replaces the stream with its hidden
 states; there is no residual connection, as in an ordinary stacked LSTM. The shared adapter supplies
 the token and position embeddings, the final RMSNorm and the head. At paper scale (6 layers, d = 192)
-the model has 1,793,856 parameters on the bijection (the spec's "about 1.8M"). PyTorch's
+the model has 1,793,856 parameters on the bijection (Paper I's LSTM: "about 1.8M"). PyTorch's
 initialisation (uniform in +-1/sqrt(d)) is kept: the adapter's generic initialisation only touches
 linear and embedding layers.
 """
