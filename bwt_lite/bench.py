@@ -38,7 +38,8 @@ from .device import amp_dtype, compiled, device_name, grad_scaler, precision_nam
 from .models import ARCHS
 from .presets import SCALES, TUNNEL_ARGS, Preset, get_preset
 from .train import fit, format_duration, init_model, make_optimizer, train_step
-from .tunnels import make_tunnel
+from .tunnels import Tunnel, make_tunnel
+from .validation import check_int
 
 DEFAULT_TARGET_BITS = {"lite": 0.02, "paper": 0.01}
 DEFAULT_THREADS = (1, 2)  # CPU thread counts every preset is timed at
@@ -77,16 +78,35 @@ def num_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(old)
 
 
-def episodes_per_second(tunnel: str = "bijection", batch_size: int = 256, repeat: int = 10,
-                        device: str | torch.device = "cpu") -> dict[str, float]:
-    """Episodes/s of a tunnel's generator (exact posterior included) on ``device``: min/median/max."""
+def episodes_per_second(tunnel: str | Tunnel = "bijection", batch: int = 256, repeats: int = 20,
+                        calls: int = 10, warmup: int = 3, device: str | torch.device = "cpu",
+                        threads: int | None = None, seed: int = 0, **tunnel_args: Any) -> dict[str, float]:
+    """Episodes/s of ``tunnel.sample(batch, g)`` (exact posterior included): ``{"min", "median", "max"}``
+    over ``repeats`` timings of ``calls`` consecutive calls each, after ``warmup`` untimed calls.
+
+    ``tunnel`` is a :class:`~bwt_lite.tunnels.base.Tunnel` or a name for :func:`make_tunnel` (with
+    ``tunnel_args``). The generator lives on ``device``; CUDA work is synchronised around each
+    timing. ``threads``, if given, sets torch's intra-op threads for the measurement (restored
+    afterwards); on a shared machine the spread between min and max says how much the load
+    disturbed the numbers.
+    """
+    t = make_tunnel(tunnel, **tunnel_args) if isinstance(tunnel, str) else tunnel
+    if not isinstance(t, Tunnel):
+        raise TypeError(f"tunnel must be a tunnel name or a Tunnel, got {type(tunnel).__name__}")
+    batch, repeats = check_int("batch", batch, 1), check_int("repeats", repeats, 1)
+    calls, warmup = check_int("calls", calls, 1), check_int("warmup", warmup, 0)
+    if threads is not None:
+        check_int("threads", threads, 1)
     dev = resolve_device(device)
-    try:  # the tunnels' own timer, where this version of the package has it
-        from .tunnels.timing import episodes_per_second as rate
-        return rate(tunnel, batch=batch_size, repeats=repeat, device=dev)
-    except ImportError:
-        t, g = make_tunnel(tunnel), torch.Generator(device=dev).manual_seed(0)
-        return stats([batch_size / s for s in _timings(lambda: t.sample(batch_size, g), repeat, 3, dev)])
+    g = torch.Generator(device=dev).manual_seed(check_int("seed", seed, 0))
+
+    def burst() -> None:
+        for _ in range(calls):
+            t.sample(batch, g)
+
+    with num_threads(threads):
+        times = _timings(burst, repeats, warmup, dev)
+    return stats([batch * calls / s for s in times])
 
 
 def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> float:
@@ -286,7 +306,7 @@ def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, ar
     out: dict[str, Any] = {
         "device": dev.type, "device_name": device_name(dev), "precision": precision_name(amp_dtype(amp, dev)),
         "compile": compile_model, "torch": torch.__version__, "threads": list(threads),
-        "episodes_per_s": {name: episodes_per_second(name, device=dev) for name in names},
+        "episodes_per_s": {name: episodes_per_second(name, repeats=10, device=dev) for name in names},
         "hmm_naive_python_filter_episodes_per_s": hmm_naive_episodes_per_second(),
         "train_steps": [timed(p, n) for n in threads for p in presets],
         "skipped": skipped,

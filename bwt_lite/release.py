@@ -73,18 +73,15 @@ def sync_links(root: Path = ROOT, *, write: bool = True) -> list[Path]:
     for path in sorted(root.glob(CHAPTER_GLOB)):
         nb = json.loads(path.read_text(encoding="utf-8"))
         rel = path.relative_to(root).as_posix()
-        new_cells = []
+        dirty = False
         for cell in nb["cells"]:
-            src = "".join(cell["source"])
-            src = BADGE.sub(f"({colab_url(repo, rel)})", src)
-            src = INSTALL.sub(f'"{install_spec(repo)}"', src)
-            new_cells.append(src.splitlines(keepends=True))
-        if new_cells != [cell["source"] if isinstance(cell["source"], list) else
-                         cell["source"].splitlines(keepends=True) for cell in nb["cells"]]:
+            old = "".join(cell["source"])
+            new = INSTALL.sub(f'"{install_spec(repo)}"', BADGE.sub(f"({colab_url(repo, rel)})", old))
+            if new != old:
+                cell["source"], dirty = new.splitlines(keepends=True), True
+        if dirty:
             changed.append(path)
             if write:
-                for cell, src in zip(nb["cells"], new_cells):
-                    cell["source"] = src
                 path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return changed
 

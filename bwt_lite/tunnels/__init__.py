@@ -10,7 +10,6 @@ from .hmm import HMM
 from .recall import Recall
 from .regression import Regression
 from .sticky import Sticky
-from .timing import episodes_per_second
 
 TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection, "hmm": HMM, "recall": Recall, "regression": Regression,
                                  "sticky": Sticky}
@@ -25,5 +24,4 @@ def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
     return TUNNELS[tunnel](**kwargs)
 
 
-__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "Sticky", "TUNNELS", "make_tunnel",
-           "episodes_per_second"]
+__all__ = ["Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "Sticky", "TUNNELS", "make_tunnel"]
