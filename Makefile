@@ -28,7 +28,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 # The book is executed through Jupyter Book's execution cache (_build/.jupyter_cache): a rebuild of
 # unchanged chapters takes seconds. The cache is keyed by the notebooks' code only, so it is dropped
-# whenever the package, the pinned versions or the build config change (the stamp below).
+# whenever the package, the pinned versions or the build config change (the stamp below), together
+# with Sphinx's saved environment, which would otherwise keep the pages of unchanged notebooks.
 # A cell that runs longer than _config.yml's execute.timeout fails the build (a stalled kernel
 # included), and tests/check_book.py then checks that every chapter really executed.
 BOOK_INPUTS := $(shell find bwt_lite -name '*.py' -o -name '*.json' -o -name '*.safetensors' | sort) \
@@ -36,7 +37,8 @@ BOOK_INPUTS := $(shell find bwt_lite -name '*.py' -o -name '*.json' -o -name '*.
 book: venv
 	@mkdir -p _build
 	@cat $(BOOK_INPUTS) | sha256sum | cut -c1-16 > _build/.inputs.new
-	@cmp -s _build/.inputs.new _build/.inputs || { rm -rf _build/.jupyter_cache; echo "package or config changed: chapters re-execute"; }
+	@cmp -s _build/.inputs.new _build/.inputs || { rm -rf _build/.jupyter_cache _build/.doctrees; \
+	    echo "package or config changed: chapters re-execute"; }
 	@mv _build/.inputs.new _build/.inputs
 	$(call timed,$(BIN)/jupyter-book build . -W --keep-going && $(BIN)/python tests/check_book.py,book)
 
