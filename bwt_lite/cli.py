@@ -33,7 +33,7 @@ from .evaluate import evaluate
 from .metrics import entropy_bits, gaussian_entropy_bits
 from .models import ARCHS, build_model
 from .paper import paper_value
-from .presets import SCALES, Preset, get_preset
+from .presets import DEPTHS, PAPER_DEPTH_SIZES, SCALES, Preset, get_preset
 from .train import TARGET_MODES, format_duration
 from .tunnels import TUNNELS, make_tunnel
 
@@ -279,7 +279,11 @@ def _preset(args: argparse.Namespace) -> Preset:
     for name in ("steps", "seed", "target"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
-    return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, **overrides)
+    depth = getattr(args, "depth", "default")
+    if depth != "default" and (args.scale != "lite" or (args.tunnel, args.arch) not in PAPER_DEPTH_SIZES):
+        have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
+        raise ValueError(f"--depth paper: exists for the lite {have} only")
+    return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, **overrides)
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -586,6 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("arch", choices=ARCHS)
         sp.add_argument("--scale", choices=SCALES, default="lite")
         sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; hmm: default, slow; recall: default, mqar)")
+        sp.add_argument("--depth", choices=DEPTHS, default="default",
+                        help="paper: the lite model with the paper's number of layers (bijection and HMM transformers)")
         sp.add_argument("--steps", type=int_range(1, MAX_STEPS), default=None,
                         help=f"training steps, 1 to {MAX_STEPS:,} (default: the preset's)")
         sp.add_argument("--seed", type=seed_int, default=None, help=f"{seed_help}, 0 to 2**63 - 1")

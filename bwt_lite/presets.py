@@ -70,6 +70,15 @@ TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("regression", "mamba", "lite"): {"d_model": 152, "n_layers": 2},
 }
 
+# Lite models at the paper's depth (``depth="paper"``), for the per-layer geometry of chapters 7-9:
+# the bijection transformer's 6 layers and the HMM transformer's 9, each narrow enough to train on
+# one CPU core in under 45 minutes. d_head stays 16 and 32, as in the default lite models.
+DEPTHS = ("default", "paper")
+PAPER_DEPTH_SIZES: dict[tuple[str, str], dict[str, int]] = {
+    ("bijection", "transformer"): {"d_model": 96, "n_layers": 6, "n_heads": 6},
+    ("hmm", "transformer"): {"d_model": 64, "n_layers": 9, "n_heads": 2},
+}
+
 # Training recipes. Paper: the authors' production run in Paper I (AdamW 3e-4, wd 0.1, warmup 2k,
 # cosine to 0, clip 1.0, batch 256, 50k steps). Lite: minutes on 2 CPU cores, weight decay 0.01: with
 # sampled targets the entropy MAE stalls at a floor where weight decay balances the small gradient that
@@ -146,7 +155,10 @@ class Preset:
         tunnel, variant = self.tunnel["tunnel"], self.tunnel.get("variant")
         if variant is not None and variant != TUNNEL_ARGS.get(tunnel, {}).get("variant"):
             tunnel = f"{tunnel}-{variant}"  # e.g. hmm-slow-transformer-lite-soft
-        return f"{tunnel}-{self.model.arch}-{self.scale}{soft}"
+        default = TUNNEL_ARCH_SIZES.get((tunnel.split("-")[0], self.model.arch, self.scale),
+                                        ARCH_SIZES.get((self.model.arch, self.scale), {}))
+        depth = "" if self.model.n_layers == default.get("n_layers") else f"-{self.model.n_layers}L"
+        return f"{tunnel}-{self.model.arch}-{self.scale}{depth}{soft}"  # e.g. bijection-transformer-lite-6L
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "scale": self.scale, "tunnel": dict(self.tunnel),
@@ -170,11 +182,18 @@ class Preset:
 
 
 def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
-               **train_overrides: Any) -> Preset:
-    """The named configuration, optionally with training fields overridden (steps, seed, target...)."""
+               depth: str = "default", **train_overrides: Any) -> Preset:
+    """The named configuration, optionally with training fields overridden (steps, seed, target...).
+
+    ``depth="paper"`` gives the lite model with the paper's number of layers (:data:`PAPER_DEPTH_SIZES`).
+    """
     check_choice("tunnel", tunnel, sorted(TUNNELS))
     check_choice("arch", arch, ARCHS)
     check_choice("scale", scale, SCALES)
+    check_choice("depth", depth, DEPTHS)
+    if depth == "paper" and (scale != "lite" or (tunnel, arch) not in PAPER_DEPTH_SIZES):
+        have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
+        raise ValueError(f"depth='paper' exists for the lite {have}, not for {tunnel} {arch} at scale {scale!r}")
     targs = {"tunnel": tunnel, **TUNNEL_ARGS[tunnel]}
     if variant is not None:
         targs.update(variant=variant, **VARIANT_ARGS.get((tunnel, variant), {}))
@@ -185,6 +204,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
         n_positions = max(n_positions, longest.seq_len)
     n_outputs = 0 if t.answer_tokens else (2 if t.kind == "gaussian" else t.n_classes)  # Gaussian: mean, log-var
     sizes = TUNNEL_ARCH_SIZES.get((tunnel, arch, scale), ARCH_SIZES[(arch, scale)])
+    if depth == "paper":
+        sizes = PAPER_DEPTH_SIZES[(tunnel, arch)]
     model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=n_positions,
                         answer_tokens=t.answer_tokens, n_outputs=n_outputs, **sizes)
     train = TUNNEL_TRAIN.get((tunnel, arch, scale), TRAIN[(arch, scale)])

@@ -8,7 +8,7 @@ from bwt_lite.train import lr_at, make_optimizer
 
 
 @pytest.mark.parametrize("arch, params, layers", [("transformer", 2_677_440, 6), ("mlp", 2_681_472, 9)])
-def test_bijection_paper_models_match_spec_1_7(arch, params, layers):
+def test_bijection_paper_models_match_paper_i(arch, params, layers):
     p = get_preset("bijection", arch, "paper")
     with torch.device("meta"):
         model = build_model(p.model)
@@ -22,7 +22,7 @@ def test_bijection_paper_models_match_spec_1_7(arch, params, layers):
 
 @pytest.mark.parametrize("tunnel, arch", [("bijection", "transformer"), ("bijection", "mlp"), ("hmm", "transformer"),
                                           ("recall", "transformer"), ("regression", "transformer")])
-def test_paper_training_recipe_matches_spec_1_8(tunnel, arch):
+def test_paper_training_recipe_matches_paper_i(tunnel, arch):
     t = get_preset(tunnel, arch, "paper").train
     assert (t.lr, t.weight_decay, t.warmup_steps, t.min_lr_ratio, t.grad_clip, t.batch_size) == (3e-4, 0.1, 2_000, 0.0, 1.0, 256)
     assert 20_000 <= t.steps <= 50_000 and t.value_lr_mult == 1.0
@@ -45,3 +45,18 @@ def test_paper_optimizer_is_adamw_with_decay_on_matrices_only():
 def test_hmm_paper_transformer_is_the_papers_text():
     m = get_preset("hmm", "transformer", "paper").model
     assert (m.n_layers, m.n_heads, m.d_model) == (9, 8, 256)
+
+
+@pytest.mark.parametrize("tunnel, layers", [("bijection", 6), ("hmm", 9)])
+def test_paper_depth_lite_models_have_the_papers_layers(tunnel, layers):
+    deep, default = get_preset(tunnel, "transformer", depth="paper"), get_preset(tunnel, "transformer")
+    assert deep.model.n_layers == layers and deep.model.d_model // deep.model.n_heads == default.model.d_model // default.model.n_heads
+    assert deep.name == default.name.replace("-lite", f"-lite-{layers}L") and deep.key() != default.key()
+    assert deep.train == default.train  # the same recipe: only the depth differs
+
+
+@pytest.mark.parametrize("tunnel, arch, scale", [("recall", "transformer", "lite"), ("bijection", "mamba", "lite"),
+                                                 ("bijection", "transformer", "paper")])
+def test_paper_depth_is_refused_where_no_such_model_exists(tunnel, arch, scale):
+    with pytest.raises(ValueError, match="depth='paper'"):
+        get_preset(tunnel, arch, scale, depth="paper")
