@@ -111,12 +111,12 @@ def episodes_per_second(tunnel: str | Tunnel = "bijection", batch: int = 256, re
 
 def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> float:
     """The HMM filter as a naive per-episode Python loop (no sampling), for comparison."""
-    from .tunnels.hmm import _forward_filter_reference
+    from .tunnels.hmm import forward_filter_reference
 
     t, g = make_tunnel("hmm"), torch.Generator().manual_seed(0)
     T, E, obs = t.decode(t.sample(batch_size, g).inputs)
     T, E, obs = T.tolist(), E.tolist(), obs.tolist()
-    return batch_size / min(_timings(lambda: _forward_filter_reference(T, E, obs), repeat))
+    return batch_size / min(_timings(lambda: forward_filter_reference(T, E, obs), repeat))
 
 
 def benchmark_presets(tunnels: Iterable[str] | None = None, archs: Iterable[str] | None = None,

@@ -25,15 +25,17 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
-from .cache import prepare_root
-from .checkpoints import (RESUME, CheckpointError, cache_dir, checkpoint_dir, find_checkpoint, load_or_train,
-                          train_and_save)
+from .checkpoints import load_or_train, train_and_save
 from .device import AMP_MODES, device_name, resolve_device
 from .evaluate import evaluate
 from .metrics import entropy_bits, gaussian_entropy_bits
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import DEPTHS, PAPER_DEPTH_SIZES, SCALES, Preset, get_preset
+from .store.cache import RESUME, SHIPPED_DIR, CacheError, cache_dir, checkpoint_dir, clear_cache, prepare_root
+from .store.checkpoint import find_checkpoint
+from .store.files import CheckpointError
+from .store.hosted import hosted_checkpoint
 from .train import TARGET_MODES, format_duration
 from .tunnels import TUNNELS, make_tunnel
 
@@ -180,7 +182,7 @@ def _short(path: Path) -> str:
 
 
 def check_cache_dir(root: Path | None = None, what: str = "cache directory (BWT_CACHE_DIR)") -> Path:
-    """Check that checkpoints can be written under ``root`` (default: :func:`~bwt_lite.checkpoints.cache_dir`),
+    """Check that checkpoints can be written under ``root`` (default: :func:`~bwt_lite.store.cache.cache_dir`),
     before any training: created if missing, it must be a directory, writable, and its path short enough
     for the longest file a run writes in it. Tried by creating (and removing) a folder and a file of
     those lengths. Returns the folder; raises ValueError naming it otherwise."""
@@ -268,8 +270,6 @@ def _resumable(args: argparse.Namespace, preset: Preset) -> Iterator[None]:
 
 def _would_train(preset: Preset, download: bool) -> bool:
     """Whether loading ``preset`` finds no checkpoint (cache, shipped, or hosted when ``download``) and trains."""
-    from .hosted import hosted_checkpoint
-
     return find_checkpoint(preset) is None and not (download and hosted_checkpoint(preset) is not None)
 
 
@@ -437,9 +437,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
             state = "complete" if (d / "checkpoint.json").exists() else "partial (resumable)"
             print(f"{d.name}  {state}")
     elif args.action == "clear":
-        # only what the cache wrote, in a folder marked as a cache (bwt_lite.cache); rc 1 if anything failed
-        from .cache import CacheError, clear_cache
-
+        # only what the cache wrote, in a folder marked as a cache (bwt_lite.store.cache); rc 1 if anything failed
         try:
             report = clear_cache(root)
         except CacheError as e:
@@ -454,7 +452,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def cmd_ship(args: argparse.Namespace) -> int:
     """Train the shipped lite checkpoints that are missing into the package's data folder."""
-    from .checkpoints import SHIPPED_DIR
     from .presets import shipped_presets
 
     from .train_pool import train_presets

@@ -8,12 +8,16 @@ from pathlib import Path
 
 import torch
 
+from .display import enable_static_widgets, set_figure_style
+from .store.cache import cache_dir
+from .version import __version__
+
 
 @dataclass
 class NotebookSetup:
     device: str  # "cuda" when a GPU is visible, else "cpu"
     seed: int
-    cache_dir: Path  # where checkpoints are cached (see bwt_lite.checkpoints.cache_dir)
+    cache_dir: Path  # where checkpoints are cached (see bwt_lite.store.cache.cache_dir)
 
 
 def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = True) -> NotebookSetup:
@@ -25,9 +29,6 @@ def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = Tru
     The cache is ``$BWT_CACHE_DIR`` if set; else, on Colab with Google Drive mounted,
     ``MyDrive/bwt_cache`` (so trained models survive the session); else the user cache directory.
     """
-    from .checkpoints import cache_dir
-    from .display import enable_static_widgets, set_figure_style
-
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     random.seed(seed)
@@ -42,7 +43,5 @@ def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = Tru
     enable_static_widgets()
     setup = NotebookSetup(device=device, seed=seed, cache_dir=cache_dir())
     if verbose:
-        from . import __version__
-
         print(f"bwt_lite {__version__} | device: {device} | seed: {seed}")
     return setup

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .models import ARCHS, ModelConfig
-from .train import TrainConfig
+from .train_config import TrainConfig
 from .tunnels import TUNNELS, make_tunnel
 from .validation import check_choice
 

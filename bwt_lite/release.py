@@ -10,7 +10,7 @@ A release (``make release``) builds into ``dist/``:
 - the wheel, checked to hold every shipped lite checkpoint (:func:`build_wheel`);
 - for every paper preset with a finished checkpoint in the cache, its two files under
   ``dist/paper-checkpoints/<preset>/`` and a ``registry.json`` with their URLs (the release's assets
-  on the repository), SHA-256 and sizes, ready for :data:`bwt_lite.hosted.REGISTRY`
+  on the repository), SHA-256 and sizes, ready for :data:`bwt_lite.store.hosted.REGISTRY`
   (:func:`paper_checkpoints`).
 
 What stays outside this machine: pushing the ``v<version>`` tag (the install cells install from it),
@@ -30,10 +30,11 @@ from pathlib import Path
 
 import yaml
 
-from . import __version__
-from .checkpoints import META, WEIGHTS, checkpoint_dir, find_checkpoint
-from .hosted import REGISTRY, registry_entry
 from .presets import get_preset, shipped_presets
+from .store.cache import META, WEIGHTS, checkpoint_dir
+from .store.checkpoint import find_checkpoint
+from .store.hosted import REGISTRY, registry_entry
+from .version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]  # the source checkout (releases are built from one)
 COLAB = "https://colab.research.google.com"
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"built {Path(summary['wheel']).name}; {len(summary['paper_checkpoints'])} paper checkpoint(s).\n"
           f"Outside this machine: push the tag {summary['tag']} (`git tag {summary['tag']} && git push origin "
           f"{summary['tag']}`), upload dist/paper-checkpoints/*/ as that release's assets named "
-          f"<preset>.<file>, and paste dist/registry.json's entries into bwt_lite/hosted.py.")
+          f"<preset>.<file>, and paste dist/registry.json's entries into bwt_lite/store/hosted.py.")
     return 0
 
 

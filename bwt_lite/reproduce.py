@@ -27,10 +27,10 @@ from .baselines import describe, evaluate_baselines
 from .checkpoints import find_checkpoint, load_or_train
 from .device import resolve_device
 from .evaluate import evaluate
-from .hosted import hosted_checkpoint
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import SCALES, get_preset
+from .store.hosted import hosted_checkpoint
 from .train import format_duration
 from .train_pool import train_presets
 from .tunnels import make_tunnel

@@ -1,7 +1,7 @@
 """Training: fresh episodes every step, AdamW, linear warmup + cosine, clipping, periodic evaluation.
 
 :func:`fit` knows nothing of files: it can start from a :class:`TrainState` and hands a state to
-``on_checkpoint`` every ``ckpt_every`` steps, so :mod:`bwt_lite.checkpoints` can store and resume it
+``on_checkpoint`` every ``ckpt_every`` steps, so :mod:`bwt_lite.checkpoints` can store it (with :mod:`bwt_lite.store`) and resume it
 (how often is not part of the configuration: it does not change the result).
 Two target modes: ``"sampled"`` (cross-entropy against the sampled answer: the paper's
 claim and the default) and ``"soft"`` (cross-entropy against the exact posterior: same optimum,
@@ -15,7 +15,6 @@ import copy
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
 import torch
@@ -25,61 +24,8 @@ from .device import amp_dtype, autocast, compiled, grad_scaler, resolve_device
 from .evaluate import EVAL_SEED_BASE, evaluate
 from .metrics import gaussian_nll
 from .models import WindTunnelModel, build_model
+from .train_config import TARGET_MODES, TrainConfig, TrainState
 from .tunnels import Episodes, Tunnel, make_tunnel
-from .validation import check_choice
-
-TARGET_MODES = ("sampled", "soft")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    steps: int = 50_000  # optimizer steps (one fresh batch each)
-    batch_size: int = 256  # episodes per step
-    lr: float = 3e-4  # peak learning rate
-    weight_decay: float = 0.1  # AdamW decoupled weight decay, on matrices and embeddings only
-    warmup_steps: int = 2_000  # linear warmup from 0, then cosine to min_lr_ratio * lr
-    min_lr_ratio: float = 0.0  # floor of the cosine, as a fraction of lr
-    grad_clip: float = 1.0  # max global gradient norm
-    value_lr_mult: float = 1.0  # lr multiplier on attention value projections (Paper II two-timescale)
-    target: str = "sampled"  # "sampled" answer or "soft" exact posterior
-    seed: int = 0  # model init and the training episode stream
-    eval_every: int = 1_000  # steps between evaluations during training
-    eval_episodes: int = 512  # held-out episodes per evaluation during training
-    ema: float = 0.0  # decay of a moving average of the weights, evaluated and saved (0: off, the raw weights)
-    decay_steps: int = 0  # length of the warmup + cosine schedule (0: steps); more than steps stops before its end
-
-    def __post_init__(self) -> None:
-        check_choice("target", self.target, TARGET_MODES)
-        for name in ("steps", "batch_size", "eval_every", "eval_episodes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.warmup_steps < 0 or self.lr <= 0:
-            raise ValueError("warmup_steps must be >= 0 and lr > 0")
-        if not 0.0 <= self.ema < 1.0:
-            raise ValueError(f"ema must be in [0, 1) (0: no weight average), got {self.ema}")
-        if self.decay_steps and self.decay_steps <= self.warmup_steps:
-            raise ValueError(f"decay_steps must be 0 (the schedule spans steps) or more than warmup_steps "
-                             f"({self.warmup_steps}), got {self.decay_steps}")
-
-    @property
-    def schedule_steps(self) -> int:
-        """Steps over which the warmup + cosine schedule runs to its floor (``decay_steps`` or ``steps``)."""
-        return self.decay_steps or self.steps
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for name in ("ema", "decay_steps"):  # added later: left out when off, so older presets keep their keys
-            if not d[name]:
-                del d[name]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
-        known = {f.name for f in fields(cls)}
-        if set(d) - known:
-            raise ValueError(f"unknown train config field(s) {sorted(set(d) - known)}")
-        return cls(**d)
-
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate for optimizer step ``step`` (0-based): linear warmup, then cosine to the floor at
@@ -130,27 +76,6 @@ def init_model(model_cfg: Any, seed: int) -> WindTunnelModel:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return build_model(model_cfg)
-
-
-@dataclass
-class TrainState:
-    """Everything needed to continue training exactly where it stopped.
-
-    The learning-rate schedule is a function of ``step`` (:func:`lr_at`), so the step is its state.
-    """
-
-    step: int  # optimizer steps done
-    model: dict[str, torch.Tensor]
-    optimizer: dict[str, Any]
-    generator: torch.Tensor  # training episode stream RNG state
-    history: list[dict[str, float]] = field(default_factory=list)
-    elapsed_s: float = 0.0  # training wall time so far
-    scaler: dict[str, Any] | None = None  # float16 gradient-scaler state (None without fp16 autocast)
-    average: dict[str, torch.Tensor] | None = None  # the weight average (TrainConfig.ema > 0), else None
-    # the logged loss is the mean over the steps since the last evaluation: its running sum and count
-    # (finite steps only) are state too, so a resumed run logs the same loss as an uninterrupted one
-    loss_sum: float = 0.0
-    loss_n: float = 0.0
 
 
 def fit(

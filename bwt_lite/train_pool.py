@@ -21,8 +21,9 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .checkpoints import META, SHIPPED_DIR, checkpoint_dir, train_and_save
+from .checkpoints import train_and_save
 from .presets import Preset
+from .store.cache import META, SHIPPED_DIR, checkpoint_dir
 from .train import format_duration
 from .validation import check_int
 

@@ -40,7 +40,8 @@ class Killed(Exception):
 def fit_until_killed(preset, at_step: int, ckpt_every: int = 4, **fit_kwargs):
     """Train ``preset`` into its cache directory, saving a state every ``ckpt_every`` steps, and die
     right after the state of step ``at_step`` is written; returns the directory."""
-    from bwt_lite.checkpoints import checkpoint_dir, save_train_state
+    from bwt_lite.store.cache import checkpoint_dir
+    from bwt_lite.store.resume import save_train_state
     from bwt_lite.train import fit
 
     directory = checkpoint_dir(preset)

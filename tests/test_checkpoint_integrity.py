@@ -8,10 +8,12 @@ import signal
 
 import pytest
 
-from bwt_lite import checkpoints
-from bwt_lite.checkpoints import (META, SEAL, SHIPPED_DIR, WEIGHTS, CheckpointError, checkpoint_dir, load_checkpoint,
-                                  load_train_state, read_json, reseal_checkpoint, save_train_state, seal_sha256,
-                                  train_and_save)
+from bwt_lite.checkpoints import CheckpointError, checkpoint_dir, load_checkpoint, train_and_save
+from bwt_lite.store import files
+from bwt_lite.store.cache import META, SHIPPED_DIR, WEIGHTS
+from bwt_lite.store.checkpoint import reseal_checkpoint
+from bwt_lite.store.files import SEAL, read_json, seal_sha256
+from bwt_lite.store.resume import load_train_state, save_train_state
 from bwt_lite.presets import get_preset
 from bwt_lite.train import fit
 
@@ -99,7 +101,7 @@ def test_weights_replaced_together_with_their_recorded_hash_are_refused(ckpt):
     data = bytearray((d / WEIGHTS).read_bytes())
     data[-5] ^= 0xFF
     (d / WEIGHTS).write_bytes(bytes(data))
-    edit(d / META, lambda m: m.update(weights_sha256=checkpoints.sha256_bytes(bytes(data))))
+    edit(d / META, lambda m: m.update(weights_sha256=files.sha256_bytes(bytes(data))))
     with refused("altered.*meta_sha256", d / META):
         load_checkpoint(d, p)
 
@@ -246,7 +248,7 @@ def test_weights_far_larger_than_recorded_are_refused_before_reading(ckpt, monke
 
 def test_a_huge_json_is_refused_before_reading(ckpt):
     p, d = ckpt
-    os.truncate(d / META, checkpoints.MAX_JSON_BYTES + 1)  # sparse
+    os.truncate(d / META, files.MAX_JSON_BYTES + 1)  # sparse
     with refused("more than the 16,777,216 bytes a checkpoint's JSON may have: refused without reading", d / META):
         load_checkpoint(d, p)
 

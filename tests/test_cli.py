@@ -100,7 +100,7 @@ def test_bwt_debug_reraises_with_the_traceback(monkeypatch):
 
 
 def test_check_cache_dir_creates_a_marked_cache_and_leaves_nothing_else(isolated_cache):
-    from bwt_lite.cache import MARKER, is_cache_root
+    from bwt_lite.store.cache import MARKER, is_cache_root
     from bwt_lite.cli import check_cache_dir
 
     assert not isolated_cache.exists()

@@ -5,8 +5,10 @@ import math
 import pytest
 import torch
 
-from bwt_lite import checkpoints, device
-from bwt_lite.checkpoints import cache_dir, load_train_state, train_and_save
+from bwt_lite import device
+from bwt_lite.checkpoints import cache_dir, train_and_save
+from bwt_lite.store import cache
+from bwt_lite.store.resume import load_train_state
 from bwt_lite.device import amp_dtype, resolve_device
 from bwt_lite.presets import get_preset
 from bwt_lite.train import Throughput, fit, format_duration
@@ -122,7 +124,7 @@ def test_stop_ends_training_at_an_evaluation():
 
 def test_cache_goes_to_google_drive_when_mounted(tmp_path, monkeypatch):
     drive = tmp_path / "drive" / "MyDrive"
-    monkeypatch.setattr(checkpoints, "DRIVE_ROOT", drive)
+    monkeypatch.setattr(cache, "DRIVE_ROOT", drive)
     monkeypatch.setenv("BWT_CACHE_DIR", str(tmp_path / "explicit"))
     assert cache_dir() == tmp_path / "explicit"  # BWT_CACHE_DIR always wins
     monkeypatch.delenv("BWT_CACHE_DIR")

@@ -6,10 +6,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from bwt_lite.checkpoints import CheckpointError
-from bwt_lite.geometry.dissociation import (SNAPSHOTS, TRAJ_META, TRAJECTORIES, frame_precision, key_frame_similarity,
-                                            layer0_keys, load_trajectory, save_trajectory, subspace_overlap,
-                                            train_trajectory, trajectory_preset)
+from bwt_lite.store.files import CheckpointError
+from bwt_lite.geometry.dissociation import frame_precision, key_frame_similarity, layer0_keys, subspace_overlap
+from bwt_lite.geometry.trajectory import (SNAPSHOTS, TRAJ_META, TRAJECTORIES, load_trajectory, save_trajectory,
+                                          train_trajectory, trajectory_preset)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def test_the_registered_trajectories_fit_the_size_budget():
 def test_the_shipped_trajectory_loads_verified_and_is_packaged():
     from pathlib import Path
 
-    from bwt_lite.geometry.dissociation import find_trajectory
+    from bwt_lite.geometry.trajectory import find_trajectory
 
     traj = load_trajectory("bijection-d64")  # hash, key and the stored check value
     assert traj.steps == list(TRAJECTORIES["bijection-d64"]["save_steps"]) and traj.dtype == "float16"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from bwt_lite.tunnels.hmm import (
     HMM,
-    _forward_filter_reference,
+    forward_filter_reference,
     forward_filter,
     recent_filter,
     round_to_hundredths,
@@ -75,7 +75,7 @@ def test_forward_filter_equals_enumeration(S, O, K, seed, zeros, with_init):
                                    None if init is None else init.tolist())
         assert torch.allclose(post[b], torch.tensor(exact, dtype=torch.float64), atol=1e-10, rtol=0)
     if init is None:
-        ref = _forward_filter_reference(T.tolist(), E.tolist(), obs.tolist())
+        ref = forward_filter_reference(T.tolist(), E.tolist(), obs.tolist())
         assert torch.allclose(post, torch.tensor(ref, dtype=torch.float64), atol=1e-12, rtol=0)
     # unbatched inputs give the same answer
     assert torch.equal(forward_filter(T[1], E[1], obs[1], init), post[1])

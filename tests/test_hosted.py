@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bwt_lite import hosted
-from bwt_lite.cache import MARKER
 from bwt_lite.checkpoints import checkpoint_dir, load_or_train, train_and_save
-from bwt_lite.hosted import REGISTRY, HostedDownloadError, fetch_checkpoint, hosted_checkpoint, registry_entry
+from bwt_lite.store import hosted
+from bwt_lite.store.cache import MARKER
+from bwt_lite.store.hosted import REGISTRY, HostedDownloadError, fetch_checkpoint, hosted_checkpoint, registry_entry
 from bwt_lite.models import ARCHS
 from bwt_lite.presets import SCALES, get_preset
 from bwt_lite.train import TARGET_MODES
@@ -199,4 +199,4 @@ def test_every_paper_preset_has_a_registry_line():
                 continue
             if name not in REGISTRY:
                 missing.append(name)
-    assert not missing, f"add a line (None until published) to bwt_lite/hosted.py REGISTRY for: {missing}"
+    assert not missing, f"add a line (None until published) to bwt_lite/store/hosted.py REGISTRY for: {missing}"

@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from bwt_lite.checkpoints import SHIPPED_DIR, checkpoint_dir, find_checkpoint, load_checkpoint, load_or_train
+from bwt_lite.checkpoints import checkpoint_dir, find_checkpoint, load_checkpoint, load_or_train
+from bwt_lite.store.cache import SHIPPED_DIR
 from bwt_lite.evaluate import evaluate
 from bwt_lite.presets import get_preset, lite_target_status, meets_lite_target, shipped_presets
 from bwt_lite.tunnels import make_tunnel

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from bwt_lite.checkpoints import (CheckpointError, checkpoint_dir, load_checkpoint, load_or_train,
-                                  load_train_state, train_and_save)
+from bwt_lite.checkpoints import CheckpointError, checkpoint_dir, load_checkpoint, load_or_train, train_and_save
 from bwt_lite.presets import get_preset
+from bwt_lite.store.resume import load_train_state
 from bwt_lite.train import TrainConfig, fit, lr_at
 from conftest import fit_until_killed
 

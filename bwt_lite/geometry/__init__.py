@@ -10,16 +10,18 @@ probes, dissociation, simplex). Activations are read through the models' hook po
 - :mod:`.elimination`: attention mass on consistent vs eliminated keys, entropy and QK cosines by layer.
 - :mod:`.manifold`: PCA of the final representation, PC1 against the Bayes entropy, held-out R^2.
 - :mod:`.probes`: linear (ridge) probes from every layer to the exact posterior.
-- :mod:`.dissociation`: shipped training snapshots; frame stability against precision over training.
+- :mod:`.trajectory`: training snapshots of one run, stored and verified like a checkpoint.
+- :mod:`.dissociation`: frame stability against precision over those snapshots.
 - :mod:`.simplex`: the belief simplex on the HMM (silhouette, entropy and posterior R^2).
 """
 from .ablation import head_ablation, layer_ablation
-from .dissociation import frame_precision, load_trajectory, train_trajectory
+from .dissociation import frame_precision
 from .elimination import progressive_elimination
 from .frame import frame_table, key_orthogonality
 from .manifold import value_manifold
 from .probes import probe_layers
 from .simplex import belief_simplex, silhouette, simplex_by_layer
+from .trajectory import load_trajectory, train_trajectory
 
 __all__ = ["belief_simplex", "frame_precision", "frame_table", "head_ablation", "key_orthogonality",
            "layer_ablation", "load_trajectory", "probe_layers", "progressive_elimination", "silhouette",

@@ -43,7 +43,7 @@ class Probe:
         return self.queries.shape[1] // self.keys.shape[1]
 
 
-def _parts(model):
+def model_parts(model):
     """(architecture, base model, blocks, attention modules, final norm) of a supported model."""
     base = model.base_model
     mtype = getattr(model.config, "model_type", "")
@@ -90,7 +90,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 def qkv(model, layer: int, h: torch.Tensor, cos: torch.Tensor | None = None, sin: torch.Tensor | None = None):
     """Queries, keys before rotary, keys and values of ``layer`` for its input ``h`` (T, d_model), each
     (heads, T, d_head), from the layer's own projection modules."""
-    arch, _, _, attns, _ = _parts(model)
+    arch, _, _, attns, _ = model_parts(model)
     attn = attns[layer]
     n_heads, n_kv, d = _heads(model)
     T = h.shape[0]
@@ -111,7 +111,7 @@ def qkv(model, layer: int, h: torch.Tensor, cos: torch.Tensor | None = None, sin
 
 def attention_scale(model, layer: int) -> float:
     """The factor on q.k: the module's ``scaling`` when it has one, else GPT-2's rule or 1/sqrt(d_head)."""
-    _, _, _, attns, _ = _parts(model)
+    _, _, _, attns, _ = model_parts(model)
     s = getattr(attns[layer], "scaling", None)
     if s is not None:
         return float(s)
@@ -133,7 +133,7 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Te
 @torch.no_grad()
 def probe(model, input_ids: torch.Tensor | list[int]) -> Probe:
     """Run ``model`` on one prompt (``input_ids`` (T,) or (1, T)) and read every layer (see :class:`Probe`)."""
-    arch, base, blocks, attns, norm = _parts(model)
+    arch, base, blocks, attns, norm = model_parts(model)
     ids = torch.as_tensor(input_ids, dtype=torch.long).reshape(-1)
     if ids.numel() < 1:
         raise ValueError("input_ids must hold at least one token")
@@ -194,7 +194,7 @@ def probe(model, input_ids: torch.Tensor | list[int]) -> Probe:
 def last_token_states(model, input_ids: torch.Tensor | list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Cheaper than :func:`probe` for many prompts: (residual (L+1, d_model), final (d_model,), logits
     (vocab,)) at the last position of one prompt."""
-    _, _, blocks, _, norm = _parts(model)
+    _, _, blocks, _, norm = model_parts(model)
     ids = torch.as_tensor(input_ids, dtype=torch.long).reshape(1, -1).to(next(model.parameters()).device)
     outs: dict[int, torch.Tensor] = {}
     first: list[torch.Tensor] = []

@@ -271,11 +271,11 @@ def intervene(model, tokenizer, prompts: list[SulaPrompt], label_ids: tuple[int,
     """The model's P(label 0) for each prompt when the last token's residual at ``axis.layer`` is edited:
     "remove" sets its component along the axis to that of ``axis.center``; "shift" adds ``alpha`` times
     ``axis.scale`` along it. ``direction`` replaces the axis direction (for a random-direction control)."""
-    from .probe import _parts, encode
+    from .probe import model_parts, encode
 
     if mode not in ("remove", "shift"):
         raise ValueError(f"mode must be 'remove' or 'shift', got {mode!r}")
-    _, _, blocks, _, _ = _parts(model)
+    _, _, blocks, _, _ = model_parts(model)
     if not 1 <= axis.layer <= len(blocks):
         raise ValueError(f"axis.layer must be in 1..{len(blocks)} (a block's output), got {axis.layer}")
     dev = next(model.parameters()).device

@@ -302,8 +302,8 @@ def recent_filter(T: Tensor, E: Tensor, obs: Tensor, window: int, init: Tensor |
     return out[0] if unbatched else out
 
 
-def _forward_filter_reference(T: list[list[list[float]]], E: list[list[list[float]]],
-                              obs: list[list[int]]) -> list[list[list[float]]]:
+def forward_filter_reference(T: list[list[list[float]]], E: list[list[list[float]]],
+                             obs: list[list[int]]) -> list[list[list[float]]]:
     """Naive forward filter, uniform initial state, in plain Python floats (loops over episodes,
     time and states). A cross-check and a benchmark baseline for :func:`forward_filter`."""
     out = []

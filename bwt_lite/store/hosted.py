@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .cache import prepare_root
-from .checkpoints import META, WEIGHTS, CheckpointError, cache_dir, checkpoint_dir, load_checkpoint, sha256_bytes
-from .presets import Preset
+from ..presets import Preset
+from .cache import META, WEIGHTS, cache_dir, checkpoint_dir, prepare_root
+from .checkpoint import load_checkpoint
+from .files import CheckpointError, sha256_bytes
 
 
 @dataclass(frozen=True)

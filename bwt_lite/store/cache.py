@@ -1,7 +1,11 @@
-"""The checkpoint cache's root folder: the marker that says bwt_lite made it, and clearing it.
+"""The checkpoint cache: where it is, the marker that says bwt_lite made it, and clearing it.
+
+Where (:func:`cache_dir`): ``$BWT_CACHE_DIR`` if set; else ``MyDrive/bwt_cache`` when Google Drive
+is mounted on Colab; else the platform user cache. Checkpoints shipped inside the package are in
+:data:`SHIPPED_DIR`, laid out the same way.
 
 A cache root holds one folder per checkpoint, named ``<preset name>-<key[:16]>``
-(:func:`bwt_lite.checkpoints.checkpoint_dir`), and a marker file ``.bwt-cache``: a small JSON saying
+(:func:`checkpoint_dir`), and a marker file ``.bwt-cache``: a small JSON saying
 what wrote it and the layout's format. :func:`prepare_root` writes the marker when it creates the
 root, or when it finds the root existing but empty (adopted). A root that already holds other
 files and has no marker (``BWT_CACHE_DIR`` pointed at a folder of one's own, or a cache made by an
@@ -10,7 +14,7 @@ older bwt_lite) is still used for reading and writing checkpoints, but is never 
 :func:`clear_cache` deletes only what the cache writes. In a marked root: inside each folder named
 like a checkpoint, its weights, its JSON, its resume states, its lock file and the temporary files
 of interrupted writes, then the folder if nothing else is left in it; and the download folders
-:mod:`bwt_lite.hosted` leaves when killed. Anything else (another file, a folder of another name, a
+:mod:`bwt_lite.store.hosted` leaves when killed. Anything else (another file, a folder of another name, a
 symlink) stays and is reported, a checkpoint folder whose lock a training run holds is skipped, and
 every file that could not be removed is reported with the reason.
 """
@@ -20,12 +24,15 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from . import __version__
+from ..version import __version__
+from .files import atomic_write
+
+if TYPE_CHECKING:
+    from ..presets import Preset
 
 WEIGHTS, META, RESUME = "model.safetensors", "checkpoint.json", "resume"
 LOCK = ".train.lock"  # inside a checkpoint folder: held while a run trains into it
@@ -41,11 +48,30 @@ POOCH_TEMP = re.compile(r"tmp[a-z0-9_]+")  # pooch downloads into a NamedTempora
 # `bwt` checks that the cache is writable by creating (and removing) a folder like this one; an
 # interrupted check can leave it behind.
 PROBE_NAME = re.compile(r"\.bwt-probe-[a-z0-9_]+x+")
+SHIPPED_DIR = Path(__file__).parent.parent / "data" / "checkpoints"  # inside the package
+DRIVE_ROOT = Path("/content/drive/MyDrive")  # where Colab mounts Google Drive
 
 
 def temp_name(name: str) -> re.Pattern[str]:
-    """The names of the temporary files :func:`bwt_lite.checkpoints.atomic_write` writes on the way to ``name``."""
+    """The names of the temporary files :func:`~bwt_lite.store.files.atomic_write` writes on the way to ``name``."""
     return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]+\.tmp")
+
+
+def cache_dir() -> Path:
+    """``$BWT_CACHE_DIR`` if set; else ``MyDrive/bwt_cache`` when Google Drive is mounted (so trained
+    models survive a Colab session); else the platform user cache directory for bwt_lite."""
+    env = os.environ.get("BWT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    if DRIVE_ROOT.is_dir():
+        return DRIVE_ROOT / "bwt_cache"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("bwt_lite"))
+
+
+def checkpoint_dir(preset: Preset, root: Path | None = None) -> Path:
+    return (cache_dir() if root is None else Path(root)) / f"{preset.name}-{preset.key()[:16]}"
 
 
 class CacheError(RuntimeError):
@@ -81,15 +107,7 @@ def prepare_root(root: Path) -> bool:
     marker = {"written_by": "bwt_lite", "bwt_lite_version": __version__, "format": MARKER_FORMAT,
               "about": "a bwt_lite checkpoint cache; `bwt cache clear` removes only the checkpoint folders it wrote"}
     # written under a temporary name and renamed, so a killed process never leaves half a marker
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=f".{MARKER}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(marker, indent=1))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, root / MARKER)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(root / MARKER, json.dumps(marker, indent=1).encode())
     return True
 
 
@@ -258,4 +276,5 @@ def _rmdir_if_empty(folder: Path, report: ClearReport, count: bool = True) -> No
         report.failures.append((folder, e.strerror or str(e)))
 
 
-__all__ = ["LOCK", "MARKER", "CacheError", "ClearReport", "clear_cache", "is_cache_root", "prepare_root"]
+__all__ = ["DRIVE_ROOT", "LOCK", "MARKER", "META", "RESUME", "SHIPPED_DIR", "WEIGHTS", "CacheError", "ClearReport",
+           "cache_dir", "checkpoint_dir", "clear_cache", "is_cache_root", "prepare_root"]

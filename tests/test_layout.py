@@ -1,0 +1,117 @@
+"""The package's layout rules, read from the source (no import needed):
+
+- the import graph of ``bwt_lite`` modules has no cycle (imports inside functions count too, so a
+  cycle cannot hide in a function body);
+- no module imports another module's private (underscore) name;
+- the storage package (``bwt_lite.store``) imports nothing of training (the loop, the pool).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "bwt_lite"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(current: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = current.split(".") if is_package else current.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str, str | None]]:
+    """(imported bwt_lite module, imported name or None) for every import statement in the module."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names if a.name.split(".")[0] == "bwt_lite"]
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(name, path.name == "__init__.py", node)
+            if target.split(".")[0] != "bwt_lite":
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.append((sub, None) if sub in known else (target, alias.name))
+    return out
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    """Edges between bwt_lite modules, and every private name imported across modules."""
+    known = modules()
+    graph: dict[str, set[str]] = {m: set() for m in known}
+    private: list[str] = []
+    for name, path in known.items():
+        for target, attr in imports(name, path, known):
+            if target not in known:
+                continue
+            # importing a submodule runs its packages' __init__ first, but an __init__ that re-exports
+            # its submodules is not a dependency of them: only the module itself is an edge
+            if target != name:
+                graph[name].add(target)
+            if attr is not None and attr.startswith("_") and not attr.startswith("__") and target != name:
+                private.append(f"{name} imports {attr} from {target}")
+    return graph, private
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph (as a path that ends where it starts), or None."""
+    colour: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        colour[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if colour.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in colour and (found := visit(nxt)) is not None:
+                return found
+        stack.pop()
+        colour[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in colour and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_no_import_cycle_among_package_modules():
+    graph, _ = import_graph()
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def test_no_module_imports_a_private_name_of_another():
+    _, private = import_graph()
+    assert private == []
+
+
+def test_storage_imports_nothing_of_training():
+    graph, _ = import_graph()
+    training = {"bwt_lite.train", "bwt_lite.checkpoints"} | {m for m in graph if m.endswith("pool")}
+    for module in (m for m in graph if m == "bwt_lite.store" or m.startswith("bwt_lite.store.")):
+        assert not (reachable(graph, module) & training), (module, sorted(reachable(graph, module) & training))
