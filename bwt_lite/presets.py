@@ -2,6 +2,10 @@
 
 A :class:`Preset` holds the full tunnel, model and training configuration; its :meth:`Preset.key`
 (a SHA-256 of all of it plus the checkpoint format version) keys the checkpoint cache.
+
+Each recipe's comment says what it is and why, in a line; the runs that chose it (scores, timings,
+reruns) are in the maintainers' lab notes (``book/lab_notes.md``), and ``experiments/`` re-runs the
+sweeps behind them.
 """
 from __future__ import annotations
 
@@ -26,38 +30,32 @@ TUNNEL_ARGS: dict[str, dict[str, Any]] = {
     "regression": {"d": 4, "N": 16, "tau": 1.0, "sigma": 0.5, "variant": "pairs"},
     "sticky": {"S": 8, "d": 20, "L": 64, "stay": 0.3, "noise": 1.0, "means_seed": 0, "variant": "default"},
 }
-# A variant's own tunnel arguments, over TUNNEL_ARGS. The slow-mixing HMM has 3 states, whose
-# self-transitions can reach 0.90 under the 0.05 floor, and 30 steps to carry a belief across.
+# A variant's own tunnel arguments, over TUNNEL_ARGS. Slow HMM: 3 sticky states over 30 steps (a belief to carry).
 VARIANT_ARGS: dict[tuple[str, str], dict[str, Any]] = {
     ("hmm", "slow"): {"S": 3, "O": 5, "K": 30},
 }
 # Longest episode a model is evaluated on (length generalisation): its position table covers it.
 EVAL_LENGTH: dict[str, int] = {"hmm": 50}
 
-# Backbone sizes. Paper: the production transformer (2,677,440 parameters on the bijection) and
-# the MLP control with 9 residual blocks (2,681,472). Lite: a 2-layer d = 128 transformer and an
-# MLP control with 3 blocks (1.5x the layers: an MLP block has 2/3 of a transformer block's weights).
+# Backbone sizes. Paper: Paper I's production transformer (2,677,440 parameters on the bijection) and an MLP
+# control of matched size (9 blocks). Lite: 2 layers of d = 128; the MLP has 1.5x the blocks (2/3 the weights each).
 ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("transformer", "paper"): {"d_model": 192, "n_layers": 6, "n_heads": 6},
     ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
     ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
     ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
-    # LSTM, paper: Paper I's 6 layers of width 192 (1,793,856 parameters on the bijection, its "about
-    # 1.8M"; not matched to the transformer). Lite: 3 layers of d = 128 (406,400, +0.3 %).
+    # LSTM: Paper I's 6 layers of 192 (its "about 1.8M", not matched); lite: 3 of 128, matched (+0.3 %).
     ("lstm", "paper"): {"d_model": 192, "n_layers": 6},
     ("lstm", "lite"): {"d_model": 128, "n_layers": 3},
-    # Mamba: the transformer's width (same embeddings and head) and the number of blocks whose count
-    # is nearest the transformer's 2,677,440: 11 blocks, 2,784,000 (+4.0 %; 10 would give -4.9 %).
-    # Lite: 2 blocks of d = 168 (404,040 on the bijection, -0.3 %): at a matched count, few wide
-    # blocks keep the (batch, T, 2d, 16) state that dominates the CPU cost smallest.
+    # Mamba: the transformer's width with the block count nearest its parameters (11 blocks, +4.0 %); lite:
+    # 2 wide blocks (-0.3 %), since few blocks keep the (batch, T, 2d, 16) state, Mamba's CPU cost, smallest.
     ("mamba", "paper"): {"d_model": 192, "n_layers": 11},
     ("mamba", "lite"): {"d_model": 168, "n_layers": 2},
 }
 # Per-tunnel sizes where a tunnel's paper model differs from the defaults above.
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
-    # 2 heads of 32: the same parameters as 4 heads of 16, about 2x faster per step on a CPU, and the
-    # run that left the 4-head model's plateau; see the lab notes, "HMM recipe"
+    # 2 heads of 32: as many weights as 4 of 16 but cheaper per step on a CPU (lab notes, "HMM recipe")
     ("hmm", "transformer", "lite"): {"d_model": 64, "n_layers": 4, "n_heads": 2},
     # matched to the HMM's smaller lite transformer (215,301): MLP +0.4 %, LSTM -1.9 %, Mamba -1.9 %
     ("hmm", "mlp", "lite"): {"d_model": 64, "n_layers": 6},
@@ -70,19 +68,17 @@ TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("regression", "mamba", "lite"): {"d_model": 152, "n_layers": 2},
 }
 
-# Lite models at the paper's depth (``depth="paper"``), for the per-layer geometry of chapters 7-9:
-# the bijection transformer's 6 layers and the HMM transformer's 9, each narrow enough to train on
-# one CPU core in under 45 minutes. d_head stays 16 and 32, as in the default lite models.
+# Lite models at the paper's depth (``depth="paper"``: 6 and 9 layers), narrow enough for a CPU, for chapters 7-9's
+# per-layer geometry; d_head stays that of the default lite models (16 and 32).
 DEPTHS = ("default", "paper")
 PAPER_DEPTH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("bijection", "transformer"): {"d_model": 96, "n_layers": 6, "n_heads": 6},
     ("hmm", "transformer"): {"d_model": 64, "n_layers": 9, "n_heads": 2},
 }
 
-# Training recipes. Paper: the authors' production run in Paper I (AdamW 3e-4, wd 0.1, warmup 2k,
-# cosine to 0, clip 1.0, batch 256, 50k steps). Lite: minutes on 2 CPU cores, weight decay 0.01: with
-# sampled targets the entropy MAE stalls at a floor where weight decay balances the small gradient that
-# removes probability leaked onto eliminated values (chapter 2; the lab notes, "Bijection recipe").
+# Training recipes. Paper: Paper I's production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0, clip 1.0,
+# batch 256, 50k steps). Lite: minutes on a CPU; weight decay 0.01, since a larger one holds the entropy MAE
+# at a floor where it balances the gradient that removes leaked probability (chapter 2; lab notes, "Bijection recipe").
 TRAIN: dict[tuple[str, str], TrainConfig] = {
     ("transformer", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000,
                                           eval_every=1_000),
@@ -90,15 +86,12 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
                                   eval_every=1_000),
     ("transformer", "lite"): TrainConfig(steps=10_000, batch_size=64, lr=2e-3, weight_decay=0.01,
                                          warmup_steps=200, eval_every=500),
-    # 300 steps: the MLP control cannot mix positions, so it is done learning early (flat on held-out
-    # episodes from step 100; the lab notes, "MLP controls")
+    # 300 steps: the MLP control cannot mix positions, so it is done learning early (lab notes, "MLP controls")
     ("mlp", "lite"): TrainConfig(steps=300, batch_size=64, lr=1e-3, weight_decay=0.01, warmup_steps=100,
                                  eval_every=50),
     ("lstm", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
     ("mamba", "paper"): TrainConfig(steps=50_000, batch_size=256, lr=3e-4, warmup_steps=2_000, eval_every=1_000),
-    # Lite LSTM and Mamba: smaller batches than the transformer's, because a step costs more on a CPU
-    # (the LSTM's recurrence is sequential; Mamba's state is (batch, T, 2d, 16) per block), and a
-    # learning-rate floor, as for recall and regression below. `bwt bench` measures ms/step.
+    # Lite LSTM and Mamba: smaller batches, since their steps cost more on a CPU, and a learning-rate floor.
     ("lstm", "lite"): TrainConfig(steps=4_000, batch_size=32, lr=2e-3, weight_decay=0.01, warmup_steps=200,
                                   min_lr_ratio=0.1, eval_every=250),
     ("mamba", "lite"): TrainConfig(steps=3_000, batch_size=16, lr=2e-3, weight_decay=0.01, warmup_steps=200,
@@ -109,33 +102,27 @@ TRAIN: dict[tuple[str, str], TrainConfig] = {
 TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("hmm", "transformer", "paper"): replace(TRAIN[("transformer", "paper")], target="soft"),
     ("hmm", "mlp", "paper"): replace(TRAIN[("mlp", "paper")], target="soft"),
-    # HMM: 10,000 steps with a learning-rate floor, to leave the plateau of the filter that reads only
-    # the current symbol (chapter 3; not reliable across seeds and threads). ema=0.99: the shipped model
-    # is the moving average of the weights, a little better than the last ones. Lab notes, "HMM recipe".
+    # HMM: a long run with a learning-rate floor, to leave the plateau of the filter that reads only the
+    # current symbol (chapter 3); the weights' moving average (ema) is what is kept (lab notes, "HMM recipe").
     ("hmm", "transformer", "lite"): TrainConfig(steps=10_000, batch_size=32, lr=2e-3, weight_decay=0.01,
                                                 warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
                                                 target="soft", ema=0.99),
     ("hmm", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], target="soft"),
     ("hmm", "lstm", "paper"): replace(TRAIN[("lstm", "paper")], target="soft"),
     ("hmm", "mamba", "paper"): replace(TRAIN[("mamba", "paper")], target="soft"),
-    # the HMM episode is 93 tokens (2.5x the bijection's): fewer steps keep these cells in minutes
+    # fewer steps: an HMM episode is 2.5x the bijection's, and the cell must stay within minutes
     ("hmm", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], steps=3_000, target="soft"),
-    # Mamba sits on the uniform belief for thousands of steps; this run starts to leave it only at the
-    # end (chapters 6 and 10; the lab notes, "HMM recipe")
+    # a longer run, for Mamba's long stay on the uniform belief (chapters 6 and 10; lab notes, "HMM recipe")
     ("hmm", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], steps=6_000, target="soft"),
-    # Recall: a long plateau before the retrieval circuit forms, so a longer run whose learning rate
-    # keeps a floor (the lab notes, "Recall recipe")
+    # Recall: a longer run with a learning-rate floor, for the plateau before the retrieval circuit forms
     ("recall", "transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=2e-3, weight_decay=0.01,
                                                    warmup_steps=200, min_lr_ratio=0.1, eval_every=250),
-    # Regression: soft targets (the same optimum as the sampled NLL, without the noise of one draw of y).
-    # Peak lr 5e-3 lets the run pass a late transition; the cosine spans 15,000 steps (decay_steps) but
-    # the run stops at 12,000 to fit the lite time budget. See the lab notes, "Regression recipe".
+    # Regression: soft targets (same optimum, no noise of one draw of y), a high peak lr to pass a late
+    # transition, and a cosine cut at 12,000 of its 15,000 steps to fit the budget (lab notes, "Regression recipe")
     ("regression", "transformer", "lite"): TrainConfig(steps=12_000, batch_size=128, lr=5e-3, weight_decay=0.01,
                                                        warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
                                                        target="soft", ema=0.99, decay_steps=15_000),
-    # the controls train on the same soft targets as the transformer they are compared with
-    # the regression control keeps 1,000 steps: it still improves slowly, and a step is cheap
-    # (the lab notes, "MLP controls")
+    # the controls train on the transformer's soft targets; this one longer, as it still improves and steps are cheap
     ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], steps=1_000, eval_every=100, target="soft"),
     ("regression", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], target="soft"),
     ("regression", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], target="soft"),

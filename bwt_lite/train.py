@@ -27,6 +27,7 @@ from .models import WindTunnelModel, build_model
 from .train_config import TARGET_MODES, TrainConfig, TrainState
 from .tunnels import Episodes, Tunnel, make_tunnel
 
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate for optimizer step ``step`` (0-based): linear warmup, then cosine to the floor at
     ``cfg.decay_steps`` (0: at ``cfg.steps``; a longer schedule is stopped before its end)."""
@@ -103,10 +104,13 @@ def fit(
     evaluation and, without a progress bar, at least every ``log_every_s`` seconds. ``stop`` is asked
     after every evaluation (for benchmarks: time to a target); when it says True, training ends early.
 
-    With ``cfg.ema > 0`` a moving average of the weights follows the training (after every step,
-    ``avg += (1 - ema) * (weights - avg)``, starting from the initial weights, whose share after n
-    steps is ``ema**n``): it is what the evaluations score and what is returned, while the raw
-    weights (in the state, for resuming) train on unchanged, so the run itself is the same.
+    With ``cfg.ema > 0`` a moving average of the weights follows the training (:func:`weight_average`):
+    it is what the evaluations score and what is returned, while the raw weights (in the state, for
+    resuming) train on unchanged, so the run itself is the same.
+
+    The loop: one :func:`train_step` per fresh batch, the weight average updated, the loss summed
+    (:class:`LossMeter`); every ``cfg.eval_every`` steps an evaluation row (:func:`evaluation_row`)
+    shown by :class:`Report`; every ``ckpt_every`` steps a :class:`TrainState` for ``on_checkpoint``.
     """
     device = resolve_device(device)
     dtype = amp_dtype(amp, device)
@@ -116,77 +120,154 @@ def fit(
     opt = make_optimizer(model, cfg)
     scaler = grad_scaler(device, dtype)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    state = TrainState(step=0, model={}, optimizer={}, generator=gen.get_state())
-    if resume is not None:
-        model.load_state_dict(resume.model)
-        opt.load_state_dict(resume.optimizer)
-        gen.set_state(resume.generator)
-        if scaler is not None and resume.scaler is not None:
-            scaler.load_state_dict(resume.scaler)
-        state = TrainState(resume.step, {}, {}, resume.generator, list(resume.history), resume.elapsed_s)
-    average = None
-    if cfg.ema:
-        average = copy.deepcopy(model).requires_grad_(False)
-        if resume is not None:
-            if resume.average is None:
-                raise ValueError("this training state has no weight average, but the config asks for one (ema)")
-            average.load_state_dict(resume.average)
+    state = _restore(resume, model, opt, gen, scaler)
+    average = weight_average(model, cfg.ema, resume)
     scored = model if average is None else average
-    bar = _progress(cfg.steps, state.step, progress, desc)
-    meter = Throughput(cfg.steps, state.step)
+    report = Report(cfg.steps, state.step, progress, desc, log, log_every_s)
     model.train()
     t0 = time.perf_counter()
-    # running sums of the loss stay on the device (no sync per step); non-finite fp16 steps are skipped
-    loss_sum = torch.tensor(0.0 if resume is None else resume.loss_sum, dtype=torch.float64, device=device)
-    loss_n = torch.tensor(0.0 if resume is None else resume.loss_n, dtype=torch.float64, device=device)
+    losses = LossMeter(device, resume)
     done, stopped = state.step, False
     for step in range(state.step, cfg.steps):
         loss = train_step(forward, model, opt, tunnel.sample(cfg.batch_size, gen), cfg, step,
                           device=device, dtype=dtype, scaler=scaler)
         if average is not None:
-            with torch.no_grad():
-                torch._foreach_lerp_(list(average.parameters()), [p.detach() for p in model.parameters()],
-                                     1.0 - cfg.ema)
-        finite = torch.isfinite(loss.detach())
-        loss_sum += torch.where(finite, loss.detach().double(), 0.0)
-        loss_n += finite
+            update_average(average, model, cfg.ema)
+        losses.add(loss)
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
-            res = evaluate(scored, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
+            row = evaluation_row(scored, tunnel, cfg, device, done, losses.take(),
+                                 state.elapsed_s + time.perf_counter() - t0, desc, amp=dtype is not None)
             model.train()
-            n = loss_n.item()
-            row = {"step": done, "loss": (loss_sum / loss_n).item() if n else math.nan,
-                   "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits, "accuracy": res.accuracy,
-                   "elapsed_s": state.elapsed_s + time.perf_counter() - t0}
-            if not (math.isfinite(res.entropy_mae_bits) and math.isfinite(res.kl_bits)):
-                hint = "resume with amp='off' (bwt train --amp off)" if dtype is not None else "lower the learning rate"
-                raise FloatingPointError(f"{desc}: training diverged by step {done} (held-out metrics are not finite); "
-                                         f"the last periodic checkpoint is kept: {hint}")
             state.history.append(row)
-            loss_sum.zero_()
-            loss_n.zero_()
-            if bar is not None:
-                bar.set_postfix(loss=f"{row['loss']:.4f}", mae=f"{row['entropy_mae_bits']:.4f}")
-            if log is not None:
-                line = f"{desc}: {meter.line(done)} | loss {row['loss']:.4f} | entropy MAE {row['entropy_mae_bits']:.4f} bits"
-                if bar is not None:
-                    bar.write(line, file=sys.stderr)  # above the bar, which shows steps/s and time left itself
-                else:
-                    log(line)
+            report.evaluated(done, row)
             stopped = stop is not None and bool(stop(row))
-        elif log is not None and bar is None and meter.seconds_since_line() >= log_every_s:
-            log(f"{desc}: {meter.line(done)}")
-        if bar is not None:
-            bar.update(1)
+        report.stepped(done)
         if on_checkpoint is not None and (done % ckpt_every == 0 or done == cfg.steps):
-            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average, (loss_sum, loss_n)))
+            on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average, losses))
         if stopped:
             break
-    if bar is not None:
-        bar.close()
+    report.close()
     model.eval()
     final = done if stopped else max(cfg.steps, state.step)
-    return scored.eval(), _snapshot(final, model, opt, gen, state, t0, scaler, average, (loss_sum, loss_n))
+    return scored.eval(), _snapshot(final, model, opt, gen, state, t0, scaler, average, losses)
+
+
+def _restore(resume: TrainState | None, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,
+             scaler: Any | None) -> TrainState:
+    """The state a run starts from: step 0, or ``resume``'s weights, optimizer, RNG and scaler loaded."""
+    if resume is None:
+        return TrainState(step=0, model={}, optimizer={}, generator=gen.get_state())
+    model.load_state_dict(resume.model)
+    opt.load_state_dict(resume.optimizer)
+    gen.set_state(resume.generator)
+    if scaler is not None and resume.scaler is not None:
+        scaler.load_state_dict(resume.scaler)
+    return TrainState(resume.step, {}, {}, resume.generator, list(resume.history), resume.elapsed_s)
+
+
+# ------------------------------------------------------------------------------------------------
+# Weight averaging (TrainConfig.ema)
+
+
+def weight_average(model: WindTunnelModel, ema: float, resume: TrainState | None = None) -> WindTunnelModel | None:
+    """A frozen copy of ``model`` to hold the moving average of its weights (None when ``ema`` is 0).
+
+    After every step, ``avg += (1 - ema) * (weights - avg)`` (:func:`update_average`), starting from
+    the initial weights, whose share after n steps is ``ema**n``; resuming restores ``resume``'s average.
+    """
+    if not ema:
+        return None
+    average = copy.deepcopy(model).requires_grad_(False)
+    if resume is not None:
+        if resume.average is None:
+            raise ValueError("this training state has no weight average, but the config asks for one (ema)")
+        average.load_state_dict(resume.average)
+    return average
+
+
+def update_average(average: WindTunnelModel, model: WindTunnelModel, ema: float) -> None:
+    """One step of the moving average: ``avg += (1 - ema) * (weights - avg)``, in place."""
+    with torch.no_grad():
+        torch._foreach_lerp_(list(average.parameters()), [p.detach() for p in model.parameters()], 1.0 - ema)
+
+
+# ------------------------------------------------------------------------------------------------
+# Evaluation and logging during training
+
+
+class LossMeter:
+    """The mean training loss since the last evaluation. The running sums stay on the device (no sync per
+    step), steps with a non-finite loss (skipped float16 steps) are left out, and the sums are part of the
+    state, so a resumed run logs the same loss as an uninterrupted one."""
+
+    def __init__(self, device: torch.device, resume: TrainState | None = None):
+        self.sum = torch.tensor(0.0 if resume is None else resume.loss_sum, dtype=torch.float64, device=device)
+        self.n = torch.tensor(0.0 if resume is None else resume.loss_n, dtype=torch.float64, device=device)
+
+    def add(self, loss: torch.Tensor) -> None:
+        finite = torch.isfinite(loss.detach())
+        self.sum += torch.where(finite, loss.detach().double(), 0.0)
+        self.n += finite
+
+    def take(self) -> float:
+        """The mean so far (NaN when no step was finite), then start again from zero."""
+        mean = (self.sum / self.n).item() if self.n.item() else math.nan
+        self.sum.zero_()
+        self.n.zero_()
+        return mean
+
+
+def evaluation_row(scored: WindTunnelModel, tunnel: Tunnel, cfg: TrainConfig, device: torch.device, done: int,
+                   loss: float, elapsed_s: float, desc: str, amp: bool = False) -> dict[str, float]:
+    """The history row after ``done`` steps: the mean training loss and ``scored``'s held-out metrics.
+
+    Raises :class:`FloatingPointError` when the held-out metrics are not finite (training diverged).
+    """
+    res = evaluate(scored, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
+    row = {"step": done, "loss": loss, "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits,
+           "accuracy": res.accuracy, "elapsed_s": elapsed_s}
+    if not (math.isfinite(res.entropy_mae_bits) and math.isfinite(res.kl_bits)):
+        hint = "resume with amp='off' (bwt train --amp off)" if amp else "lower the learning rate"
+        raise FloatingPointError(f"{desc}: training diverged by step {done} (held-out metrics are not finite); "
+                                 f"the last periodic checkpoint is kept: {hint}")
+    return row
+
+
+class Report:
+    """What a run shows: a progress bar (tqdm) and, with ``log``, a line at every evaluation and, without a
+    bar, at least every ``log_every_s`` seconds (steps/s and the time left, :class:`Throughput`)."""
+
+    def __init__(self, total: int, start_step: int, progress: bool, desc: str,
+                 log: Callable[[str], None] | None, log_every_s: float):
+        self.bar = _progress(total, start_step, progress, desc)
+        self.meter = Throughput(total, start_step)
+        self.desc, self.log, self.log_every_s = desc, log, log_every_s
+        self.evaluated_at: int | None = None
+
+    def evaluated(self, done: int, row: dict[str, float]) -> None:
+        self.evaluated_at = done
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{row['loss']:.4f}", mae=f"{row['entropy_mae_bits']:.4f}")
+        if self.log is not None:
+            line = (f"{self.desc}: {self.meter.line(done)} | loss {row['loss']:.4f} | "
+                    f"entropy MAE {row['entropy_mae_bits']:.4f} bits")
+            if self.bar is not None:
+                self.bar.write(line, file=sys.stderr)  # above the bar, which shows steps/s and time left itself
+            else:
+                self.log(line)
+
+    def stepped(self, done: int) -> None:
+        """After every step: the timed log line (when no evaluation was just shown) and the bar."""
+        if (self.evaluated_at != done and self.log is not None and self.bar is None
+                and self.meter.seconds_since_line() >= self.log_every_s):
+            self.log(f"{self.desc}: {self.meter.line(done)}")
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt: torch.optim.Optimizer,
@@ -220,9 +301,8 @@ def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt
 
 def _snapshot(step: int, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,
               state: TrainState, t0: float, scaler: Any | None = None,
-              average: WindTunnelModel | None = None,
-              loss: tuple[torch.Tensor, torch.Tensor] | None = None) -> TrainState:
-    loss_sum, loss_n = (0.0, 0.0) if loss is None else (loss[0].item(), loss[1].item())
+              average: WindTunnelModel | None = None, losses: LossMeter | None = None) -> TrainState:
+    loss_sum, loss_n = (0.0, 0.0) if losses is None else (losses.sum.item(), losses.n.item())
     return TrainState(step=step, model={k: v.detach().clone() for k, v in model.state_dict().items()},
                       optimizer=opt.state_dict(), generator=gen.get_state(), history=list(state.history),
                       elapsed_s=state.elapsed_s + time.perf_counter() - t0,
@@ -273,5 +353,6 @@ def _progress(total: int, initial: int, enabled: bool, desc: str):
     return tqdm(total=total, initial=initial, desc=desc, unit="step", dynamic_ncols=True, mininterval=1.0)
 
 
-__all__ = ["TARGET_MODES", "EVAL_SEED_BASE", "Throughput", "TrainConfig", "TrainState", "fit", "format_duration",
-           "init_model", "loss_fn", "lr_at", "train_step"]
+__all__ = ["TARGET_MODES", "EVAL_SEED_BASE", "LossMeter", "Report", "Throughput", "TrainConfig", "TrainState",
+           "evaluation_row", "fit", "format_duration", "init_model", "loss_fn", "lr_at", "train_step", "update_average",
+           "weight_average"]

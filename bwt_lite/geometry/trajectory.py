@@ -43,12 +43,9 @@ SNAPSHOTS, TRAJ_META = "snapshots.safetensors", "trajectory.json"
 CHECK_EPISODES = 256  # held-out episodes of the stored check value
 CHECK_TOL_BITS = 1e-4  # allowed difference when the check value is re-measured (thread-count rounding)
 
-# The shipped trajectories. "bijection-d64": the bijection tunnel of the lite preset (V = 20, the
-# separate-vocabulary format, sampled targets) with a narrower transformer, d = 64, 2 layers of 4 heads
-# (104k parameters, a quarter of the lite model's 404k), trained with the lite recipe (AdamW 2e-3,
-# weight decay 0.01, warmup 200, cosine to 0, batch 64) for 10,000 steps. Why narrower: it runs at about
-# 14 steps/s on one loaded CPU core (the d = 128 lite model about 6.5), so the whole run takes ~12
-# minutes instead of ~25, and 23 float16 snapshots take under 5 MB instead of ~19 MB.
+# The shipped trajectories. "bijection-d64": the lite bijection preset and recipe (10,000 steps) with a
+# narrower transformer (d = 64, 2 layers of 4 heads, a quarter of the lite model's parameters), so the run
+# fits in minutes on one core and its snapshots in a few MB (lab notes, "Running the chapters").
 TRAJECTORIES: dict[str, dict[str, Any]] = {
     "bijection-d64": {
         "tunnel": "bijection", "arch": "transformer",
