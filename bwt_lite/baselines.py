@@ -32,11 +32,11 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from .arguments import check_choice, check_int
 from .evaluate import EvalResult, evaluate
 from .tunnels import HMM, Bijection, Episodes, Recall, Regression, Sticky, Tunnel
 from .tunnels.hmm import recent_filter
 from .tunnels.regression import posterior_predictive
-from .validation import check_choice, check_int
 
 # A zero probability becomes this logit (nats) when a baseline is scored as logits: exp of it
 # underflows to exactly 0 in float64, so the entropy has no 0 * log 0 = NaN term, and the

@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterator
 import torch
 from filelock import FileLock, Timeout
 
-from .device import amp_dtype, device_name, precision_name, resolve_device
 from .models import WindTunnelModel
 from .presets import Preset
+from .runtime.device import amp_dtype, device_name, precision_name, resolve_device
 from .store.cache import LOCK, META, RESUME, cache_dir, checkpoint_dir, prepare_root
 from .store.checkpoint import find_checkpoint, load_checkpoint, save_checkpoint
 from .store.files import SEAL, CheckpointError, read_json

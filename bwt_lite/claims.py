@@ -47,7 +47,7 @@ import torch
 
 from .baselines import evaluate_baselines
 from .checkpoints import find_checkpoint, load_or_train
-from .em import EMConfig, em_vs_sgd
+from .dynamics.two_timescale import EMConfig, em_vs_sgd
 from .evaluate import EvalResult, evaluate
 from .models import build_model
 from .paper import Published, paper_figure, paper_value

@@ -26,12 +26,12 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from .checkpoints import load_or_train, train_and_save
-from .device import AMP_MODES, device_name, resolve_device
 from .evaluate import evaluate
 from .metrics import entropy_bits, gaussian_entropy_bits
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import DEPTHS, PAPER_DEPTH_SIZES, SCALES, Preset, get_preset
+from .runtime.device import AMP_MODES, device_name, resolve_device
 from .store.cache import RESUME, SHIPPED_DIR, CacheError, cache_dir, checkpoint_dir, clear_cache, prepare_root
 from .store.checkpoint import find_checkpoint
 from .store.files import CheckpointError
@@ -235,7 +235,7 @@ def _check_paper_on_cpu(args: argparse.Namespace, presets: Sequence[Preset]) -> 
 
 def _print_estimates(args: argparse.Namespace, presets: Sequence[Preset], fresh: bool = False) -> None:
     """Time two training steps of each preset here and print how long its (remaining) run would take."""
-    from .bench import steps_per_second
+    from .runtime.bench import steps_per_second
 
     total = 0.0
     for p in presets:
@@ -454,7 +454,7 @@ def cmd_ship(args: argparse.Namespace) -> int:
     """Train the shipped lite checkpoints that are missing into the package's data folder."""
     from .presets import shipped_presets
 
-    from .train_pool import train_presets
+    from .runtime.pool import train_presets
 
     _check_jobs_on_cpu(args)
     todo = []
@@ -484,7 +484,7 @@ def cmd_ship(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import format_table, run
+    from .runtime.bench import format_table, run
 
     if args.target is not None and not args.train:
         raise ValueError("--target is the entropy MAE that --train trains to; without --train it is not used")
@@ -499,7 +499,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_em_vs_sgd(args: argparse.Namespace) -> int:
     """Paper II's two-timescale experiment on the sticky chain: per-seed steps and the speedup."""
-    from .em import EMConfig, em_vs_sgd
+    from .dynamics.two_timescale import EMConfig, em_vs_sgd
 
     # the upper bounds are checked by the parser; the lower ones here, one message for both options
     if args.seeds < 1 or args.steps < 1:

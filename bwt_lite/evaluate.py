@@ -10,9 +10,9 @@ from typing import Iterator
 
 import torch
 
+from .arguments import check_int
 from .metrics import categorical_scores, entropy_mae, entropy_mae_of_means, gaussian_scores
 from .tunnels import Episodes, Tunnel
-from .validation import check_int
 
 EVAL_SEED_BASE = 1_000_000_007
 

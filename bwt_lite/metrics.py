@@ -11,7 +11,7 @@ import math
 import torch
 from torch import Tensor
 
-from .validation import check_float_tensor, check_positive
+from .arguments import check_float_tensor, check_positive
 
 LN2 = math.log(2.0)
 

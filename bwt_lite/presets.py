@@ -17,7 +17,7 @@ from typing import Any
 from .models import ARCHS, ModelConfig
 from .train_config import TrainConfig
 from .tunnels import TUNNELS, make_tunnel
-from .validation import check_choice
+from .arguments import check_choice
 
 SCALES = ("lite", "paper")
 FORMAT_VERSION = 1  # bump when the meaning of a stored checkpoint changes

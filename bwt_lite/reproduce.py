@@ -25,16 +25,16 @@ import torch
 
 from .baselines import describe, evaluate_baselines
 from .checkpoints import find_checkpoint, load_or_train
-from .device import resolve_device
+from .runtime.device import resolve_device
 from .evaluate import evaluate
 from .models import ARCHS, build_model
 from .paper import paper_value
 from .presets import SCALES, get_preset
 from .store.hosted import hosted_checkpoint
 from .train import format_duration
-from .train_pool import train_presets
+from .runtime.pool import train_presets
 from .tunnels import make_tunnel
-from .validation import check_choice, check_int
+from .arguments import check_choice, check_int
 
 PRIMITIVE_TUNNELS = ("bijection", "hmm", "recall", "regression")  # the four primitives' tunnels, in table order
 PRIMITIVES: dict[str, str] = {"bijection": "accumulation", "hmm": "transport", "recall": "binding",
@@ -231,7 +231,7 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     paper fields.
 
     With ``jobs`` > 1 the cells to train are first trained on the CPU, ``jobs`` at a time in worker
-    processes (:func:`bwt_lite.train_pool.train_presets`), then every cell is evaluated here.
+    processes (:func:`bwt_lite.runtime.pool.train_presets`), then every cell is evaluated here.
     """
     check_choice("scale", scale, SCALES)
     check_int("jobs", jobs, 1)

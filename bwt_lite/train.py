@@ -20,10 +20,10 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from .device import amp_dtype, autocast, compiled, grad_scaler, resolve_device
 from .evaluate import EVAL_SEED_BASE, evaluate
 from .metrics import gaussian_nll
 from .models import WindTunnelModel, build_model
+from .runtime.device import amp_dtype, autocast, compiled, grad_scaler, resolve_device
 from .train_config import TARGET_MODES, TrainConfig, TrainState
 from .tunnels import Episodes, Tunnel, make_tunnel
 
@@ -99,7 +99,7 @@ def fit(
     """Train a model on a tunnel; returns the model and its final state (history included).
 
     Episodes are generated on ``device`` (``"auto"``: the GPU when visible). ``amp`` and
-    ``compile_model`` choose mixed precision and ``torch.compile`` (:mod:`bwt_lite.device`; neither is
+    ``compile_model`` choose mixed precision and ``torch.compile`` (:mod:`bwt_lite.runtime.device`; neither is
     part of the preset). With ``log``, a line with steps/s and the time left is written at every
     evaluation and, without a progress bar, at least every ``log_every_s`` seconds. ``stop`` is asked
     after every evaluation (for benchmarks: time to a target); when it says True, training ends early.

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .validation import check_choice
+from .arguments import check_choice
 
 TARGET_MODES = ("sampled", "soft")
 

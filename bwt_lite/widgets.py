@@ -278,11 +278,11 @@ def hmm_filter_widget(model: torch.nn.Module, tunnel: Tunnel | None = None, seed
         t=ipywidgets.IntSlider(value=t, min=0, max=K - 1, description="time t", continuous_update=False))
 
 
-from .gradients import ScoreDescent  # noqa: E402  (chapter 11)
+from .dynamics.gradients import ScoreDescent  # noqa: E402  (chapter 11)
 
 
 def routing_widget(trace: ScoreDescent, symbols: list[int] | None = None, step: int = 0) -> ipywidgets.interactive:
-    """Step through a descent on one query's attention scores (:func:`bwt_lite.gradients.free_score_descent`):
+    """Step through a descent on one query's attention scores (:func:`bwt_lite.dynamics.gradients.free_score_descent`):
     the attention over the keys, each key's advantage and the loss, at the chosen step.
 
     ``symbols``: the symbol each key shows (the query's own last), to mark the keys that show it.

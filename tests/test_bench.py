@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bwt_lite import bench
+from bwt_lite.runtime import bench
 from bwt_lite.cli import main
 from bwt_lite.presets import get_preset
 

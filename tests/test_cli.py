@@ -109,7 +109,8 @@ def test_check_cache_dir_creates_a_marked_cache_and_leaves_nothing_else(isolated
 
 
 def test_allow_cpu_paper_prints_the_estimate_then_trains(monkeypatch, capsys):
-    from bwt_lite import bench, cli
+    from bwt_lite import cli
+    from bwt_lite.runtime import bench
 
     monkeypatch.setattr(bench, "steps_per_second", lambda preset, *a, **kw: {"ms_per_step": 4000.0})
     trained = []

@@ -5,11 +5,11 @@ import math
 import pytest
 import torch
 
-from bwt_lite import device
+from bwt_lite.runtime import device
 from bwt_lite.checkpoints import cache_dir, train_and_save
 from bwt_lite.store import cache
 from bwt_lite.store.resume import load_train_state
-from bwt_lite.device import amp_dtype, resolve_device
+from bwt_lite.runtime.device import amp_dtype, resolve_device
 from bwt_lite.presets import get_preset
 from bwt_lite.train import Throughput, fit, format_duration
 from conftest import fit_until_killed

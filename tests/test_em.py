@@ -5,25 +5,23 @@ import math
 import pytest
 import torch
 
-from bwt_lite.em import (
+from bwt_lite.dynamics.two_timescale import (
     BIJECTION_SIZES,
     EMConfig,
     attention_stability,
     bijection_preset,
     em_vs_sgd,
-    first_step_at_or_below,
     head_dynamics,
-    mean_ci,
     paper_em_figures,
     routing_demo,
     same_symbol_attention,
     snapshot_head,
     sticky_sets,
-    t_quantile,
     value_lr_on_bijection,
 )
+from bwt_lite.dynamics.gradients import SingleHead, cross_entropy
 from bwt_lite.evaluate import EVAL_SEED_BASE
-from bwt_lite.gradients import SingleHead, cross_entropy
+from bwt_lite.stats import first_step_at_or_below, mean_ci, t_quantile
 from bwt_lite.tunnels.sticky import Sticky
 
 TINY = EMConfig(seeds=2, steps=30, train_episodes=8, held_out_episodes=8, L=8, track_every=10, controls=True)

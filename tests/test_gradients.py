@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from bwt_lite.gradients import (
+from bwt_lite.dynamics.gradients import (
     SingleHead,
     advantage,
     autograd_gradients,

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ..gradients import score_gradient, value_gradient
+from ..dynamics.gradients import score_gradient, value_gradient
 from ..tunnels.sticky import Sticky
 from . import answer_tensor, call, report
 

@@ -20,10 +20,10 @@ from typing import Iterable
 import torch
 from torch import nn
 
+from ..arguments import check_int
 from ..evaluate import EvalResult, evaluate
 from ..models import ablate_heads, bypass_layers
 from ..tunnels import Tunnel
-from ..validation import check_int
 
 
 @dataclass

@@ -6,7 +6,7 @@ A **training trajectory** is a set of model snapshots saved densely early in tra
 
 - the **precision**: held-out entropy MAE and KL (bits) against the exact posterior;
 - the **attention pattern's stability**: similarity of every layer's pattern to the final
-  snapshot's (1 - mean total variation per query row; :func:`bwt_lite.em.attention_stability`, which
+  snapshot's (1 - mean total variation per query row; :func:`bwt_lite.dynamics.two_timescale.attention_stability`, which
   also gives the relative distance of the value and of the query/key weights to their final values);
 - the **key frame's stability**: the layer-0 keys of the hypothesis tokens,
   ``k_v = W_K^(h) RMSNorm(e_v)`` from the token embeddings alone, compared with the final model's:
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..em import attention_stability
+from ..arguments import check_int
+from ..dynamics.two_timescale import attention_stability
 from ..evaluate import EVAL_SEED_BASE, evaluate
 from ..models import WindTunnelModel, run_with_cache
 from ..tunnels import make_tunnel
-from ..validation import check_int
 from .frame import cosine_matrix, hypothesis_keys
 from .manifold import collect_representation, manifold_of, pca, pearson
 # chapter 9 imports the trajectory's names from here, beside the measurements

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from ..arguments import check_int
 from ..evaluate import EVAL_SEED_BASE
 from ..models import run_with_cache
 from ..tunnels import Episodes
 from ..tunnels.bijection import Bijection
-from ..validation import check_int
 
 ROLES = ("self", "key", "consistent", "eliminated", "future")
 SELF, KEY, CONSISTENT, ELIMINATED, FUTURE = range(len(ROLES))

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check_choice, check_int
+from ..arguments import check_choice, check_int
 
 SOURCES = ("projected", "raw")
 HEADS = ("per_head", "concat")

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ..arguments import check_int
 from ..metrics import entropy_bits
 from ..tunnels import Tunnel
-from ..validation import check_int
 from .probes import collect_hooks, heldout_r2, ridge_fit, r2_score
 
 

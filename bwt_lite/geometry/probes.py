@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from ..arguments import check_choice, check_int
 from ..evaluate import EVAL_SEED_BASE
 from ..metrics import entropy_bits
 from ..tunnels import Tunnel
-from ..validation import check_choice, check_int
 
 PROBE_TARGETS = ("posterior", "entropy")
 

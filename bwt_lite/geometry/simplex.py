@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ..validation import check_int
+from ..arguments import check_int
 from .manifold import Representation, collect_representation, collect_representations, pca
 from .probes import heldout_r2, residual_layers
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..validation import check_choice
+from ..arguments import check_choice
 from .config import ModelConfig
 from .hooks import HookPoint, capture, hook_names, run_with_cache
 from .lstm import LSTM

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check_choice
+from ..arguments import check_choice
 from .config import ModelConfig
 from .hooks import HookPoint
 

@@ -23,9 +23,9 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from ..device import resolve_device
 from ..models import WindTunnelModel, build_model
 from ..presets import FORMAT_VERSION, Preset
+from ..runtime.device import resolve_device
 from ..train_config import TrainState
 from ..version import __version__
 from .cache import META, SHIPPED_DIR, WEIGHTS, cache_dir, checkpoint_dir

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..validation import check_choice
+from ..arguments import check_choice
 from .base import Episodes, Tunnel
 from .bijection import Bijection
 from .hmm import HMM

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from ..validation import check_int
+from ..arguments import check_int
 
 # The most memory one ``sample`` call may allocate (bytes, estimated by ``Tunnel.episode_bytes``).
 MAX_SAMPLE_BYTES = 2 * 1024 ** 3

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..validation import check_choice, check_int
+from ..arguments import check_choice, check_int
 from .base import Episodes, Tunnel, check_size
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..validation import check_choice, check_int
+from ..arguments import check_choice, check_int
 from .base import Episodes, Tunnel, check_size
 
 FLOOR_HUNDREDTHS = 5  # every probability is at least 0.05

@@ -44,7 +44,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..validation import check_choice, check_float_tensor, check_int
+from ..arguments import check_choice, check_float_tensor, check_int
 from .base import Episodes, Tunnel, check_size
 
 # Elements of one (B, chunk, d, d) float64 block of prefix statistics in Regression.posterior: the

@@ -38,8 +38,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..arguments import check_choice, check_float_tensor, check_int
 from ..metrics import LN2, entropy_bits
-from ..validation import check_choice, check_float_tensor, check_int
 from .base import Episodes, Tunnel, check_seed, check_size
 
 

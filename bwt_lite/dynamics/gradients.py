@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validation import check_float_tensor, check_int
+from ..arguments import check_float_tensor, check_int
 
 
 @dataclass

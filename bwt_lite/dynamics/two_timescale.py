@@ -1,7 +1,7 @@
 """Two-timescale ("EM-like") training, Paper II: does a larger learning rate on the values speed up
 learning, and does attention settle before the values do?
 
-Single head (:func:`em_vs_sgd`). The paper's 820-parameter head (:class:`~bwt_lite.gradients.SingleHead`)
+Single head (:func:`em_vs_sgd`). The paper's 820-parameter head (:class:`~bwt_lite.dynamics.gradients.SingleHead`)
 on the sticky Markov chain (:class:`~bwt_lite.tunnels.sticky.Sticky`), trained full batch with plain
 SGD (lr 0.01 on every weight) against the same with 10x the learning rate on ``W_V`` (the paper's
 "EM-like" update: values are the M-step prototypes, attention the E-step responsibilities), from the
@@ -22,7 +22,6 @@ target entropy MAE on held-out episodes, plus the attention pattern's stability 
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -31,64 +30,19 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .evaluate import EVAL_SEED_BASE
+from ..arguments import check_int
+from ..evaluate import EVAL_SEED_BASE
+from ..metrics import LN2, entropy_bits
+from ..models import run_with_cache
+from ..paper import Published, paper_figure
+from ..presets import Preset, get_preset
+from ..stats import first_step_at_or_below, mean_ci
+from ..train import fit, init_model
+from ..tunnels import make_tunnel
+from ..tunnels.sticky import Sticky, row_entropy_floor_nats
 from .gradients import ScoreDescent, SingleHead, free_score_descent, head_forward
-from .metrics import LN2, entropy_bits
-from .models import run_with_cache
-from .paper import Published, paper_figure
-from .presets import Preset, get_preset
-from .train import fit, init_model
-from .tunnels import make_tunnel
-from .tunnels.sticky import Sticky, row_entropy_floor_nats
-from .validation import check_int
 
 WEIGHTS = ("W_Q", "W_K", "W_V", "W_O")
-
-
-def t_quantile(p: float, df: int) -> float:
-    """Quantile of Student's t distribution with ``df`` degrees of freedom (``0.5 < p < 1``), by
-    bisection on the numerically integrated density (Simpson's rule); accurate to about 1e-6."""
-    check_int("df", df, 1)
-    if not 0.5 < p < 1:
-        raise ValueError(f"p must lie in (0.5, 1), got {p}")
-    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-
-    def cdf(x: float) -> float:
-        n = 4000  # even number of Simpson intervals on [0, x]
-        t = torch.linspace(0.0, x, n + 1, dtype=torch.float64)
-        f = torch.exp(log_c - (df + 1) / 2 * torch.log1p(t * t / df))
-        w = torch.ones(n + 1, dtype=torch.float64)
-        w[1:-1:2], w[2:-1:2] = 4.0, 2.0
-        return 0.5 + (x / n / 3.0) * (w * f).sum().item()
-
-    lo, hi = 0.0, 1.0
-    while cdf(hi) < p:
-        hi *= 2.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
-    return 0.5 * (lo + hi)
-
-
-def mean_ci(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean of ``values`` with its two-sided Student-t confidence interval: (mean, low, high).
-    With a single value the interval is (nan, nan)."""
-    n = len(values)
-    if n == 0:
-        raise ValueError("values must not be empty")
-    x = torch.tensor(values, dtype=torch.float64)
-    mean = x.mean().item()
-    if n == 1:
-        return mean, float("nan"), float("nan")
-    half = t_quantile(0.5 + level / 2, n - 1) * x.std().item() / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def first_step_at_or_below(curve: Tensor, threshold: float) -> int | None:
-    """The first step ``k >= 1`` with ``curve[k] <= threshold`` (``curve[0]`` is the initial model),
-    or None if the curve never gets there."""
-    hits = (curve[1:] <= threshold).nonzero()
-    return int(hits[0]) + 1 if len(hits) else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -396,7 +350,7 @@ def attention_stability(preset: Preset, states: list[tuple[int, dict[str, Tensor
     - ``routing``: the same for the query and key projections;
     - ``steps``.
     """
-    from .models import build_model
+    from ..models import build_model
 
     tunnel = make_tunnel(**preset.tunnel)
     ep = tunnel.sample(episodes, torch.Generator().manual_seed(EVAL_SEED_BASE + seed))

@@ -21,11 +21,11 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .checkpoints import train_and_save
-from .presets import Preset
-from .store.cache import META, SHIPPED_DIR, checkpoint_dir
-from .train import format_duration
-from .validation import check_int
+from ..arguments import check_int
+from ..checkpoints import train_and_save
+from ..presets import Preset
+from ..store.cache import META, SHIPPED_DIR, checkpoint_dir
+from ..train import format_duration
 
 
 def expected_seconds(preset: Preset) -> float:

@@ -34,12 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..arguments import check_int
+from ..models import ARCHS
+from ..presets import SCALES, TUNNEL_ARGS, Preset, get_preset
+from ..train import fit, format_duration, init_model, make_optimizer, train_step
+from ..tunnels import Tunnel, make_tunnel
 from .device import amp_dtype, compiled, device_name, grad_scaler, precision_name, resolve_device, synchronize
-from .models import ARCHS
-from .presets import SCALES, TUNNEL_ARGS, Preset, get_preset
-from .train import fit, format_duration, init_model, make_optimizer, train_step
-from .tunnels import Tunnel, make_tunnel
-from .validation import check_int
 
 DEFAULT_TARGET_BITS = {"lite": 0.02, "paper": 0.01}
 DEFAULT_THREADS = (1, 2)  # CPU thread counts every preset is timed at
@@ -111,7 +111,7 @@ def episodes_per_second(tunnel: str | Tunnel = "bijection", batch: int = 256, re
 
 def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> float:
     """The HMM filter as a naive per-episode Python loop (no sampling), for comparison."""
-    from .tunnels.hmm import forward_filter_reference
+    from ..tunnels.hmm import forward_filter_reference
 
     t, g = make_tunnel("hmm"), torch.Generator().manual_seed(0)
     T, E, obs = t.decode(t.sample(batch_size, g).inputs)
@@ -184,7 +184,7 @@ def scan_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: int = 5
     """Mamba's scans (forward + backward, ms per call, median / min / max: see
     :func:`bwt_lite.models.mamba.benchmark_scan`) at each lite Mamba's sizes, at its own batch and at
     the lite transformer's (the same parameter count), on the current thread count."""
-    from .models.mamba import EXPAND, benchmark_scan
+    from ..models.mamba import EXPAND, benchmark_scan
 
     rows = []
     for tunnel in tunnels:

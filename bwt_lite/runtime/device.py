@@ -20,7 +20,7 @@ from typing import Any, Callable, ContextManager
 
 import torch
 
-from .validation import check_choice
+from ..arguments import check_choice
 
 AMP_MODES = ("auto", "bf16", "fp16", "off")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")  # or any torch device string, e.g. "cuda:1"

@@ -1,4 +1,5 @@
-"""Argument checks whose errors name the argument and the allowed values."""
+"""Argument checks for the package's public functions: each error names the argument and the allowed
+values (or range), before any work starts."""
 from __future__ import annotations
 
 from typing import Any, Iterable
