@@ -564,7 +564,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_bench_scan(args: argparse.Namespace) -> int:
     """Mamba's selective scans (sequential, parallel, stepwise), forward + backward, ms per call."""
-    from .models.mamba import benchmark_scan, format_scan_benchmark
+    from .runtime.bench import benchmark_scan, format_scan_benchmark
 
     _check_scan_size(args)
     rows = benchmark_scan(tuple(args.lengths), batch=args.batch, d_inner=args.d_inner, repeat=args.repeat)

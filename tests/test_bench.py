@@ -62,10 +62,8 @@ def test_bench_cli_json_and_table(capsys, monkeypatch):
 def test_bench_json_shape(monkeypatch, tmp_path):
     """Every figure is min / median / max; thread counts, the variants and the last build times are
     there (at toy sizes: speed itself is never asserted)."""
-    from bwt_lite.models import mamba
-
-    real = mamba.benchmark_scan
-    monkeypatch.setattr(mamba, "benchmark_scan", lambda lengths, batch, d_inner, repeat: real(
+    real = bench.benchmark_scan
+    monkeypatch.setattr(bench, "benchmark_scan", lambda lengths, batch, d_inner, repeat: real(
         lengths, batch=2, d_inner=4, d_state=2, repeat=1))
     monkeypatch.setattr(bench, "hmm_naive_episodes_per_second", lambda: 1.0)
     monkeypatch.setattr(bench, "get_preset", lambda tunnel, arch, scale="lite": get_preset(

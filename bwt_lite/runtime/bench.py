@@ -34,8 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..arguments import check_int
+from ..arguments import check_choice, check_int
 from ..models import ARCHS
+from ..models.mamba import D_STATE, EXPAND
+from ..models.scan import selective_scan
 from ..presets import SCALES, TUNNEL_ARGS, Preset, get_preset
 from ..train import fit, format_duration, init_model, make_optimizer, train_step
 from ..tunnels import Tunnel, make_tunnel
@@ -182,10 +184,8 @@ def ms_per_step(tunnel: str, arch: str, scale: str = "lite", repeat: int = 20, d
 
 def scan_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: int = 5) -> list[dict[str, Any]]:
     """Mamba's scans (forward + backward, ms per call, median / min / max: see
-    :func:`bwt_lite.models.mamba.benchmark_scan`) at each lite Mamba's sizes, at its own batch and at
+    :func:`benchmark_scan`) at each lite Mamba's sizes, at its own batch and at
     the lite transformer's (the same parameter count), on the current thread count."""
-    from ..models.mamba import EXPAND, benchmark_scan
-
     rows = []
     for tunnel in tunnels:
         mamba, transformer = get_preset(tunnel, "mamba", "lite"), get_preset(tunnel, "transformer", "lite")
@@ -194,6 +194,63 @@ def scan_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: int = 5
             row = benchmark_scan((T,), batch=batch, d_inner=EXPAND * mamba.model.d_model, repeat=repeat)[0]
             rows.append({"tunnel": tunnel, "batch": batch, "d_inner": EXPAND * mamba.model.d_model, **row})
     return rows
+
+
+SCAN_VARIANTS: dict[str, tuple[str, bool]] = {  # name: (method, states returned), for benchmark_scan
+    "sequential": ("sequential", True), "parallel": ("parallel", True),
+    "stepwise": ("stepwise", False),  # as in training: every SCAN_BLOCK-th state kept for the backward pass
+    "stepwise_states": ("stepwise", True),  # every state kept (as when a hook reads hook_ssm_state)
+}
+
+
+def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int = 16, d_inner: int = 64,
+                   d_state: int = D_STATE, methods: tuple[str, ...] = tuple(SCAN_VARIANTS),
+                   repeat: int = 7, backward: bool = True, seed: int = 0) -> list[dict[str, float]]:
+    """Milliseconds per :func:`~bwt_lite.models.mamba.selective_scan` call of each variant (:data:`SCAN_VARIANTS`) on CPU, one
+    row per length.
+
+    With ``backward``, a call is forward + backward with respect to every input. Each call is timed
+    on its own; row keys: ``length``, ``<variant>_ms`` (median of ``repeat``), ``<variant>_ms_min``
+    and ``<variant>_ms_max``, and ``speedup`` = sequential / stepwise medians (the CPU default against
+    the reference).
+    """
+    for name in methods:
+        check_choice("method", name, tuple(SCAN_VARIANTS))
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for T in lengths:
+        u, B, C = (torch.randn(batch, T, n, generator=g) for n in (d_inner, d_state, d_state))
+        dt = F.softplus(torch.randn(batch, T, d_inner, generator=g) - 2)
+        A = -torch.arange(1, d_state + 1.0).repeat(d_inner, 1)
+        D = torch.randn(d_inner, generator=g)
+        inputs = [t.requires_grad_(backward) for t in (u, dt, A, B, C, D)]
+        row: dict[str, float] = {"length": T}
+        for name in methods:
+            method, states = SCAN_VARIANTS[name]
+
+            def call() -> None:
+                y, _ = selective_scan(*inputs, method=method, return_states=states)
+                if backward:
+                    y.square().sum().backward()
+            times = [1000 * t for t in _timings(call, repeat)]  # after one untimed warm-up call
+            row[f"{name}_ms"] = statistics.median(times)
+            row[f"{name}_ms_min"], row[f"{name}_ms_max"] = min(times), max(times)
+        if "sequential_ms" in row and "stepwise_ms" in row:
+            row["speedup"] = row["sequential_ms"] / row["stepwise_ms"]
+        rows.append(row)
+    return rows
+
+
+def format_scan_benchmark(rows: list[dict[str, float]]) -> str:
+    """The rows of :func:`benchmark_scan` as plain text: median (min-max) ms per call."""
+    methods = [k[:-3] for k in rows[0] if k.endswith("_ms")] if rows else []
+    lines = ["ms per call, median (min-max)",
+             f"{'T':>5}" + "".join(f"{m:>24}" for m in methods) + "  stepwise vs sequential"]
+    for r in rows:
+        cells = "".join(f"{r[m + '_ms']:.2f} ({r[m + '_ms_min']:.2f}-{r[m + '_ms_max']:.2f})".rjust(24)
+                        for m in methods)
+        lines.append(f"{r['length']:>5}" + cells + (f"  {r['speedup']:.2f}x" if "speedup" in r else ""))
+    return "\n".join(lines)
 
 
 def attention_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: int = 10,
