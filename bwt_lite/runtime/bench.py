@@ -111,10 +111,29 @@ def episodes_per_second(tunnel: str | Tunnel = "bijection", batch: int = 256, re
     return stats([batch * calls / s for s in times])
 
 
+def forward_filter_reference(T: list[list[list[float]]], E: list[list[list[float]]],
+                             obs: list[list[int]]) -> list[list[list[float]]]:
+    """Naive forward filter, uniform initial state, in plain Python floats (loops over episodes,
+    time and states). A cross-check and a benchmark baseline for
+    :func:`bwt_lite.tunnels.hmm.forward_filter`."""
+    out = []
+    for Tb, Eb, ob in zip(T, E, obs):
+        S = len(Tb)
+        alpha = [1.0 / S] * S
+        rows = []
+        for t, o in enumerate(ob):
+            if t > 0:
+                alpha = [sum(alpha[i] * Tb[i][j] for i in range(S)) for j in range(S)]
+            alpha = [alpha[j] * Eb[j][o] for j in range(S)]
+            z = sum(alpha)
+            alpha = [a / z for a in alpha]
+            rows.append(alpha)
+        out.append(rows)
+    return out
+
+
 def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> float:
     """The HMM filter as a naive per-episode Python loop (no sampling), for comparison."""
-    from ..tunnels.hmm import forward_filter_reference
-
     t, g = make_tunnel("hmm"), torch.Generator().manual_seed(0)
     T, E, obs = t.decode(t.sample(batch_size, g).inputs)
     T, E, obs = T.tolist(), E.tolist(), obs.tolist()

@@ -302,26 +302,6 @@ def recent_filter(T: Tensor, E: Tensor, obs: Tensor, window: int, init: Tensor |
     return out[0] if unbatched else out
 
 
-def forward_filter_reference(T: list[list[list[float]]], E: list[list[list[float]]],
-                             obs: list[list[int]]) -> list[list[list[float]]]:
-    """Naive forward filter, uniform initial state, in plain Python floats (loops over episodes,
-    time and states). A cross-check and a benchmark baseline for :func:`forward_filter`."""
-    out = []
-    for Tb, Eb, ob in zip(T, E, obs):
-        S = len(Tb)
-        alpha = [1.0 / S] * S
-        rows = []
-        for t, o in enumerate(ob):
-            if t > 0:
-                alpha = [sum(alpha[i] * Tb[i][j] for i in range(S)) for j in range(S)]
-            alpha = [alpha[j] * Eb[j][o] for j in range(S)]
-            z = sum(alpha)
-            alpha = [a / z for a in alpha]
-            rows.append(alpha)
-        out.append(rows)
-    return out
-
-
 def tokenize(T_hundredths: Tensor, E_hundredths: Tensor, obs: Tensor) -> Tensor:
     """Token ids of episodes: ``T_hundredths`` (B, S, S) and ``E_hundredths`` (B, S, O) integer
     hundredths (each >= 5, rows summing to 100), ``obs`` (B, K) symbols in 0..O-1 -> (B, 3 + S*S +
