@@ -1,0 +1,47 @@
+"""What the experiment scripts share: the command line (--steps for a smoke run, --out, --root) and
+training one preset into the experiments' own checkpoint folder (never the user's cache)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bwt_lite.checkpoints import train_and_save
+from bwt_lite.evaluate import evaluate
+from bwt_lite.presets import Preset
+from bwt_lite.tunnels import make_tunnel
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"  # outputs and the experiments' checkpoints (git-ignored)
+
+
+def parser(description: str, out: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--steps", type=int, default=None, help="override the training steps (a smoke run: --steps 2)")
+    p.add_argument("--episodes", type=int, default=2048, help="held-out episodes per score")
+    p.add_argument("--out", type=Path, default=RESULTS / out, help="where the JSON result goes")
+    p.add_argument("--root", type=Path, default=RESULTS / "checkpoints", help="checkpoint folder of these runs")
+    return p
+
+
+def smoke(overrides: dict[str, Any], steps: int | None) -> dict[str, Any]:
+    """``overrides`` with ``steps`` (and evaluations short enough for it) when a smoke run asks for it."""
+    if steps is None:
+        return overrides
+    return {**overrides, "steps": steps, "eval_every": steps, "eval_episodes": 16, "warmup_steps": min(steps, 1)}
+
+
+def train_and_score(preset: Preset, root: Path, episodes: int) -> dict[str, Any]:
+    """Train ``preset`` into ``root`` (resuming if interrupted; reused when already there) and score it."""
+    model, meta = train_and_save(preset, progress=False, root=root, log=print)
+    result = evaluate(model, make_tunnel(**preset.tunnel), episodes=episodes)
+    return {"name": preset.name, "key": preset.key()[:16], "train_steps": meta["train_steps"],
+            "train_time_s": meta["train_time_s"], "entropy_mae_bits": result.entropy_mae_bits,
+            "kl_bits": result.kl_bits, "accuracy": result.accuracy}
+
+
+def write(out: Path, result: Any) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
