@@ -154,3 +154,17 @@ def test_no_module_or_function_over_the_limits():
 def test_the_allow_list_holds_only_what_is_still_over():
     still = {f.split(":")[0] for f in _too_long()}
     assert set(OVER_THE_LIMIT) <= still, f"no longer over the limits, remove from OVER_THE_LIMIT: {set(OVER_THE_LIMIT) - still}"
+
+
+def test_every_import_of_the_package_names_a_module_that_exists():
+    """Imports are checked against the files, not by importing (an editable install of another
+    checkout could otherwise answer for a module moved away here)."""
+    known = modules()
+    missing = []
+    for root in (PACKAGE, PACKAGE.parent / "tests", PACKAGE.parent / "experiments"):
+        for path in sorted(root.rglob("*.py")):
+            name = module_name(path) if root == PACKAGE else path.stem
+            for target, _ in imports(name, path, known):
+                if target not in known:
+                    missing.append(f"{path.relative_to(PACKAGE.parent)} imports {target}")
+    assert missing == []
