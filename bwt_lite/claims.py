@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import torch
@@ -52,7 +52,8 @@ from .evaluate import EvalResult, evaluate
 from .models import build_model
 from .paper import Published, paper_figure, paper_value
 from .presets import TUNNEL_ARGS, Preset, get_preset
-from .reproduce import MARGIN, PRIMITIVES, compare_with_baselines, passes_threshold, realises, threshold_text
+from .reproduce import (MARGIN, MAX_WINDOW, PRIMITIVES, cell_preset, compare_with_baselines, passes_threshold, realises,
+                        threshold_text)
 from .tunnels import Tunnel, make_tunnel
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly", "not reproduced", "not testable here"
@@ -333,7 +334,7 @@ class _Context:
         self._bases: dict[str, dict[str, dict[str, Any]]] = {}
 
     def preset(self, tunnel: str, arch: str) -> Preset:
-        return get_preset(tunnel, arch, "lite")
+        return cell_preset(tunnel, arch, "lite")  # tunnel: a name of the primitives table ("hmm-slow" too)
 
     def tunnel(self, tunnel: str) -> Tunnel:
         return make_tunnel(**self.preset(tunnel, "transformer").tunnel)
@@ -361,7 +362,8 @@ class _Context:
     def baselines(self, tunnel: str) -> dict[str, dict[str, Any]]:
         """The tunnel's exact baselines on the models' held-out episodes, as metrics dicts."""
         if tunnel not in self._bases:
-            results = evaluate_baselines(self.tunnel(tunnel), episodes=self.budget.eval, seed=0, device=self.device)
+            results = evaluate_baselines(self.tunnel(tunnel), episodes=self.budget.eval, seed=0, device=self.device,
+                                         max_window=MAX_WINDOW.get(tunnel, 4))
             self._bases[tunnel] = {name: _metrics(r) for name, r in results.items()}
         return self._bases[tunnel]
 
@@ -492,15 +494,37 @@ def _rows_hmm(ctx: _Context) -> list[Claim]:
 
     def mamba(d: dict[str, Any]) -> str:
         paper_beats = compare_with_baselines("hmm", {"entropy_mae_bits": d["paper"]}, d["baselines"])["beats"] is True
-        return (f"ours stays near the uniform belief; the paper's {d['paper']:g} "
+        mae, w0 = d["ours"]["entropy_mae_bits"], d["baselines"]["window-0"]["entropy_mae_bits"]
+        where = ("stays near the uniform belief" if mae > 0.9 * w0 else
+                 f"leaves the uniform belief (window-0: {_g(w0)} bits)")
+        return (f"ours {where}; the paper's {d['paper']:g} "
                 f"{'would beat' if paper_beats else 'would not beat'} window-2 either ({_window(d['baselines'])})")
 
     text = paper_value("hmm", "transformer")
-    return [_cell(ctx, "hmm-transformer", "hmm", "transformer", transformer,
+    rows = [_cell(ctx, "hmm-transformer", "hmm", "transformer", transformer,
                   paper_text=f"{_published(text)} (text: {text.source}); {_published(table)} ({table.source})"),
             _cell(ctx, "hmm-mlp", "hmm", "mlp"),
             _cell(ctx, "hmm-lstm", "hmm", "lstm"),
             _cell(ctx, "hmm-mamba", "hmm", "mamba", mamba)]
+    return [_with_slow_hmm(ctx, row, arch) for row, arch in zip(rows, ("transformer", "mlp", "lstm", "mamba"))]
+
+
+def _with_slow_hmm(ctx: _Context, row: Claim, arch: str) -> Claim:
+    """Add the slow-mixing HMM's evidence to an HMM cell: there a window needs 8 symbols to come within
+    0.01 bits of the exact filter, so beating the 4-symbol window tests transport where the default
+    HMM cannot. A success claim that our model misses on the default HMM but realises on the slow
+    one is "partly" reproduced. No-op when the slow variant's checkpoint is not there."""
+    if find_checkpoint(ctx.preset("hmm-slow", arch)) is None:
+        return row
+    ours, bases = _metrics(ctx.evaluate("hmm-slow", arch)), ctx.baselines("hmm-slow")
+    done = bool(realises("hmm-slow", ours, bases))
+    w4 = bases["window-4"]
+    reason = (f"{row.reason}; slow-mixing HMM (no published number): {_g(ours['entropy_mae_bits'])} bits "
+              f"(KL {_g(ours['kl_bits'])}) against window-4 {_g(w4['entropy_mae_bits'])} "
+              f"(KL {_g(w4['kl_bits'])}): transport {'realised' if done else 'not realised'} there")
+    partly = row.details.get("paper_succeeds") and not row.details.get("ours_realises") and done
+    return replace(row, reason=reason, verdict=PARTLY if partly else row.verdict,
+                   details={**row.details, "slow_hmm": _jsonable({"ours": ours, "realises": done, "window-4": w4})})
 
 
 def _rows_recall(ctx: _Context) -> list[Claim]:

@@ -550,7 +550,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from . import reproduce as cells
 
     _check_jobs_on_cpu(args)
-    presets = [cells.get_preset(t, a, args.scale) for t in cells.PRIMITIVE_TUNNELS for a in ARCHS]
+    presets = [cells.cell_preset(t, a, args.scale) for t in cells.PRIMITIVE_TUNNELS for a in ARCHS]
     writes = [p for p in presets if args.retrain or find_checkpoint(p) is None]
     on_cpu = _check_paper_on_cpu(args, [p for p in writes if args.retrain or _would_train(p, not args.no_download)])
     if writes:
