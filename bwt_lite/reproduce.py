@@ -18,6 +18,7 @@ parameter counts and how each architecture was matched to the transformer. ``bwt
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable, Iterable, Mapping
 
@@ -109,12 +110,33 @@ HOW_MATCHED: dict[tuple[str, str], str] = {
 }
 
 
-def cell_preset(tunnel: str, arch: str, scale: str = "lite") -> Any:
+# With several training seeds, a cell realises its primitive when at least this share of its seeds does
+# (4 of 5); its printed numbers are those of its median seed.
+SEED_SHARE = 0.8
+
+
+def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int = 0) -> Any:
     """The preset of a table cell: ``tunnel`` is a name of :data:`PRIMITIVE_TUNNELS` (a variant such as
-    ``"hmm-slow"`` resolves through :data:`VARIANT_CELLS`)."""
+    ``"hmm-slow"`` resolves through :data:`VARIANT_CELLS`); ``seed`` is the training seed (0: the recipe's)."""
     check_choice("tunnel", tunnel, PRIMITIVE_TUNNELS)
     base, variant = VARIANT_CELLS.get(tunnel, (tunnel, None))
-    return get_preset(base, arch, scale) if variant is None else get_preset(base, arch, scale, variant=variant)
+    kwargs: dict[str, Any] = {} if variant is None else {"variant": variant}
+    if seed:
+        kwargs["seed"] = seed
+    return get_preset(base, arch, scale, **kwargs)
+
+
+def median_seed(tunnel: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row of the median seed by the tunnel's threshold metric (the lower middle one of an even count)."""
+    metric, kind, _ = THRESHOLDS[tunnel]
+    ranked = sorted(rows, key=lambda r: r[metric] if kind == "max" else -r[metric])
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def seed_verdict(realised: Iterable[bool | None], share: float = SEED_SHARE) -> bool | None:
+    """Realised across seeds: at least ``share`` of them realise (None if none could be judged)."""
+    flags = [f for f in realised if f is not None]
+    return None if not flags else sum(flags) >= math.ceil(share * len(flags) - 1e-9)
 
 
 def passes_threshold(tunnel: str, metrics: Mapping[str, Any],
@@ -229,7 +251,7 @@ def format_capacity_table(rows: list[dict[str, Any]]) -> str:
 def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 2048, seed: int = 0,
               device: str | torch.device = "cpu", archs: Iterable[str] = ARCHS, tunnels: Iterable[str] = PRIMITIVE_TUNNELS,
               progress: bool = False, download: bool = True, jobs: int = 1, baseline_rows: bool = True,
-              log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+              train_seeds: Iterable[int] = (0,), log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Evaluate every (architecture, tunnel) cell at ``scale`` on ``episodes`` held-out episodes.
 
     Each model comes from the cache or the shipped checkpoints (hosted ones are downloaded when
@@ -250,15 +272,24 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     without), ``reference`` (a candidate bar of :data:`REFERENCES`), and None for the verdict and
     paper fields.
 
+    With several ``train_seeds`` every cell is trained once per seed (``seed`` is the held-out
+    episodes' seed, the same for all): the row carries the median seed's numbers (:func:`median_seed`)
+    and its ``seed``, ``seeds`` (each seed's metrics and verdict) and ``realised_seeds``; ``realises`` is
+    then :func:`seed_verdict` (at least :data:`SEED_SHARE` of the seeds realise).
+
     With ``jobs`` > 1 the cells to train are first trained on the CPU, ``jobs`` at a time in worker
     processes (:func:`bwt_lite.train_pool.train_presets`), then every cell is evaluated here.
     """
     check_choice("scale", scale, SCALES)
     check_int("jobs", jobs, 1)
-    archs, tunnels = list(archs), list(tunnels)
+    archs, tunnels, train_seeds = list(archs), list(tunnels), list(dict.fromkeys(train_seeds))
+    if not train_seeds:
+        raise ValueError("train_seeds must name at least one training seed")
+    for s in train_seeds:
+        check_int("train seed", s, 0)
     cells = []
     for tunnel in tunnels:
-        cells += [(tunnel, arch, cell_preset(tunnel, arch, scale)) for arch in archs]
+        cells += [(tunnel, arch, cell_preset(tunnel, arch, scale, s)) for arch in archs for s in train_seeds]
     if jobs > 1:
         if resolve_device(device).type != "cpu":
             raise ValueError("jobs > 1 trains on the CPU; on a GPU train one cell at a time (jobs=1)")
@@ -272,9 +303,11 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
         tunnel_config = presets[0][1].tunnel if presets else cell_preset(tunnel, "transformer", scale).tunnel
         base_rows = _baseline_rows(tunnel, tunnel_config, scale, episodes, seed, device)
         bases = {r["arch"]: r for r in base_rows}
-        for arch, preset in presets:
-            rows.append(_model_row(tunnel, arch, preset, scale, bases, episodes=episodes, seed=seed, retrain=retrain,
-                                   progress=progress, device=device, log=log, download=download))
+        for arch in dict.fromkeys(a for a, _ in presets):
+            runs = [_model_row(tunnel, arch, preset, scale, bases, episodes=episodes, seed=seed, retrain=retrain,
+                               progress=progress, device=device, log=log, download=download)
+                    for a, preset in presets if a == arch]
+            rows.append(runs[0] if len(runs) == 1 else _seeds_row(tunnel, runs))
         if baseline_rows:
             rows += base_rows
     return rows
@@ -294,7 +327,7 @@ def _model_row(tunnel: str, arch: str, preset: Any, scale: str, bases: Mapping[s
     row = {"arch": arch, "tunnel": tunnel, "scale": scale, "kind": "model", "entropy_mae_bits": res.entropy_mae_bits,
            "kl_bits": res.kl_bits, "accuracy": res.accuracy,
            "paper_value": paper.value if paper else None, "paper_unit": paper.unit if paper else None,
-           "params": model.n_params, "primitive": PRIMITIVES[tunnel], "metric": metric,
+           "params": model.n_params, "primitive": PRIMITIVES[tunnel], "metric": metric, "seed": preset.train.seed,
            "threshold": value, "target": preset.train.target, "train_steps": meta["train_steps"],
            "episodes": meta["train_steps"] * batch, "train_time_s": meta.get("train_time_s"),
            "per_position": res.per_position}
@@ -308,6 +341,18 @@ def _model_row(tunnel: str, arch: str, preset: Any, scale: str, bases: Mapping[s
     row["why_not"] = "; ".join(why + ([comparison["why"]] if comparison["why"] else []))
     row["paper_realises"] = realises(tunnel, _paper_metrics(tunnel, arch), bases) if paper else None
     row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def _seeds_row(tunnel: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One cell over several training seeds: the median seed's row, with every seed's result."""
+    row = dict(median_seed(tunnel, runs))
+    row["seeds"] = [{k: r[k] for k in ("seed", "entropy_mae_bits", "kl_bits", "accuracy", "realises")} for r in runs]
+    row["realised_seeds"] = sum(bool(r["realises"]) for r in runs)
+    row["realises"] = seed_verdict(r["realises"] for r in runs)
+    row["seconds"] = sum(r["seconds"] for r in runs)
+    if not row["realises"]:
+        row["why_not"] = f"{row['realised_seeds']} of {len(runs)} seeds realise; " + row["why_not"]
     return row
 
 
@@ -369,6 +414,8 @@ def format_primitives_table(rows: list[dict[str, Any]]) -> str:
         episodes = "-" if r.get("episodes") is None else f"{r['episodes']:,}"
         took = "-" if r.get("train_time_s") is None else format_duration(r["train_time_s"])
         verdict = f"{_yes_no(r['realises'])} ({_yes_no(r['paper_realises'])})"
+        if r.get("seeds"):
+            verdict += f" [{r['realised_seeds']}/{len(r['seeds'])} seeds; median seed {r['seed']}]"
         if r.get("compared_with"):
             verdict += f"  {r['why_not']}" if r.get("why_not") else f"  beats {', '.join(r['compared_with'])}"
         lines.append(f"{start}{paper:>9}  {r['target']:<9}{episodes:>10}{took:>13}  {verdict}")
@@ -377,6 +424,8 @@ def format_primitives_table(rows: list[dict[str, Any]]) -> str:
     lines.append("realised when: " + "; ".join(f"{t} {threshold_text(t)}" for t in tunnels))
     lines.append(f"  and entropy MAE and KL each <= {MARGIN:g} x the strongest exact baseline without the primitive: "
                  + "; ".join(f"{t}: {_reference_text(t)}" for t in tunnels))
+    if any(r.get("seeds") for r in models):
+        lines.append(f"  over seeds: at least {SEED_SHARE:.0%} of a cell's training seeds realise; numbers of the median seed")
     lines.append("  paper: the same rule on the published number alone (entropy MAE, or recall accuracy; no KL is "
                  "published, so KL is not compared)")
     for arch in dict.fromkeys(r["arch"] for r in models):

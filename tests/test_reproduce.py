@@ -156,3 +156,24 @@ def test_loading_into_the_wrong_architecture_or_scale_is_refused():
         with pytest.raises(CheckpointError, match="belongs to another configuration") as e:
             load_checkpoint(folder, other)
         assert "arch 'lstm'" in str(e.value) and other.name in str(e.value)
+
+
+def test_seeds_median_and_the_four_of_five_rule(tiny):
+    assert reproduce.seed_verdict([True, True, True, True, False]) is True
+    assert reproduce.seed_verdict([True, True, True, False, False]) is False
+    assert reproduce.seed_verdict([None, None]) is None and reproduce.seed_verdict([True]) is True
+    rows = [{"seed": s, "entropy_mae_bits": v} for s, v in enumerate([0.3, 0.1, 0.5, 0.2, 0.4])]
+    assert reproduce.median_seed("hmm", rows)["seed"] == 0  # 0.3 is the middle of five
+    acc = [{"seed": s, "accuracy": v} for s, v in enumerate([0.9, 0.99, 0.5])]
+    assert reproduce.median_seed("recall", acc)["seed"] == 0
+    assert reproduce.cell_preset("bijection", "mlp", seed=3).train.seed == 3
+    out = reproduce.reproduce("lite", episodes=8, download=False, archs=["mlp"], tunnels=["regression"],
+                              train_seeds=[0, 1, 2], baseline_rows=False, log=lambda _: None)
+    (row,) = out
+    assert [s["seed"] for s in row["seeds"]] == [0, 1, 2] and len(tiny) == 3  # one training per seed
+    assert row["seed"] == reproduce.median_seed("regression", row["seeds"])["seed"]
+    assert row["entropy_mae_bits"] == next(s["entropy_mae_bits"] for s in row["seeds"] if s["seed"] == row["seed"])
+    assert row["realised_seeds"] == sum(bool(s["realises"]) for s in row["seeds"])
+    assert "seeds; median seed" in reproduce.format_primitives_table(out)
+    with pytest.raises(ValueError, match="train_seeds"):
+        reproduce.reproduce("lite", train_seeds=[], log=lambda _: None)
