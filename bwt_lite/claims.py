@@ -352,6 +352,25 @@ class _Context:
             self._models[key] = model.eval()
         return self._models[key]
 
+    def deep(self, tunnel: str) -> bool:
+        """Whether the lite transformer at the paper's depth (``depth="paper"``) is shipped or cached."""
+        return find_checkpoint(get_preset(tunnel, "transformer", "lite", depth="paper")) is not None
+
+    def geometry_model(self, tunnel: str) -> tuple[torch.nn.Module, str]:
+        """The transformer the geometry claims measure, and a label: the lite model at the paper's depth
+        when its checkpoint is there (the per-layer claims need the paper's number of layers), else
+        the default lite transformer."""
+        key = (tunnel, "transformer-deep")
+        if not self.deep(tunnel):
+            model = self.model(tunnel, "transformer")
+            return model, f"the {model.cfg.n_layers}-layer lite model"
+        if key not in self._models:
+            model, _ = load_or_train(get_preset(tunnel, "transformer", "lite", depth="paper"), device=self.device,
+                                     progress=False, download=False, log=lambda line: None)
+            self._models[key] = model.eval()
+        model = self._models[key]
+        return model, f"the {model.cfg.n_layers}-layer lite model (the paper's depth)"
+
     def evaluate(self, tunnel: str, arch: str) -> EvalResult:
         key = (tunnel, arch)
         if key not in self._evals:
@@ -596,7 +615,7 @@ def _rows_frame(ctx: _Context) -> list[Claim]:
     from .geometry.ablation import head_ablation
     from .geometry.frame import analytic_abs_cosine, key_orthogonality
 
-    model, t = ctx.model("bijection", "transformer"), ctx.tunnel("bijection")
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     seed = ctx.preset("bijection", "transformer").train.seed
     # key orthogonality: the layer-0 keys of the value tokens, per head, beside the same model at init
     ko = key_orthogonality(model, "projected/per_head/abs", seed=seed)
@@ -613,7 +632,7 @@ def _rows_frame(ctx: _Context) -> list[Claim]:
               f"({paper_drop:.0%} lower; needs ours lower than at init by at least half that). "
               f"{'More' if trained < rand else 'Less'} orthogonal than at init"
               + ("" if trained < rand else f", as in the authors' re-measurement ({re_lo:g}-{re_hi:g} vs "
-                                           f"{rr_lo:g}-{rr_hi:g} at init)"))
+                                           f"{rr_lo:g}-{rr_hi:g} at init)") + f"; {which}")
     keys = _row("keys-orthogonal", paper=f"{p_tr:g} trained vs {p_rand:g} random init (mean |cos|)",
                 ours=f"{_g(trained)} trained vs {_g(rand)} random init; chance {_g(chance)}", verdict=verdict,
                 reason=reason, paper_value=p_tr, ours_value=trained,
@@ -634,7 +653,8 @@ def _rows_frame(ctx: _Context) -> list[Claim]:
     reason = (f"removing a layer-0 head multiplies the MAE by {_x(float(r0.min()))}-{_x(float(r0.max()))} "
               f"(frame head {frame}: {_x(float(r0[frame]))}); the authors' production checkpoint "
               f"{_x(lo / base)}-{_x(hi / base)}; needs every head > {_x(HEAD_RAISE)}, and the weakest >= "
-              f"{_x(paper_min / FACTOR)} for the size" + (f"; heads {weak} do not raise it" if weak else ""))
+              f"{_x(paper_min / FACTOR)} for the size" + (f"; heads {weak} do not raise it" if weak else "")
+              + f"; {which}")
     head = _row("frame-head", paper=f"{lo:g}-{hi:g} bits with one layer-0 head removed vs {base:g} intact",
                 ours=f"{_g(float(ha.mae[0].min()))}-{_g(float(ha.mae[0].max()))} bits vs {_g(ha.baseline_mae)} intact",
                 verdict=verdict, reason=reason, paper_value=paper_min, ours_value=float(r0.min()),
@@ -648,7 +668,7 @@ def _rows_elimination(ctx: _Context) -> list[Claim]:
     from .geometry.ablation import layer_ablation
     from .geometry.elimination import ELIMINATED, KEY, progressive_elimination
 
-    model, t = ctx.model("bijection", "transformer"), ctx.tunnel("bijection")
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n_layers = model.cfg.n_layers
     paper_layers = _paper_layers("bijection")
     pe = progressive_elimination(model, t, episodes=ctx.budget.geometry, seed=0)
@@ -663,7 +683,7 @@ def _rows_elimination(ctx: _Context) -> list[Claim]:
               f"{'falls' if sharpens else 'does not fall'} with depth; query-key cosine to the eliminated values' "
               f"keys {', '.join(f'{v:+.2f}' for v in cos_elim)}: {'rises' if aligns else 'does not rise'} "
               f"(separate layout: every revealed value is eliminated, none still consistent); "
-              f"{n_layers} layers against the paper's {paper_layers}: a {n_layers}-point trend")
+              f"{which}, against the paper's {paper_layers} layers: a {n_layers}-point trend")
     sharp = _row("qk-sharpening", paper="sharper with depth (no number)",
                  ours=(f"entropy {' -> '.join(_g(v) for v in entropy)} bits; "
                        f"cos {' -> '.join(f'{v:+.2f}' for v in cos_elim)}"),
@@ -677,14 +697,18 @@ def _rows_elimination(ctx: _Context) -> list[Claim]:
     claim = paper_figure("layer_ablation_ratio").value
     la = layer_ablation(model, t, episodes=ctx.budget.ablation, seed=0)
     ratios = la.error_ratio
-    la_hmm = layer_ablation(ctx.model("hmm", "transformer"), ctx.tunnel("hmm"), episodes=ctx.budget.ablation, seed=0)
+    hmm_model, hmm_which = ctx.geometry_model("hmm")
+    la_hmm = layer_ablation(hmm_model, ctx.tunnel("hmm"), episodes=ctx.budget.ablation, seed=0)
+    hmm_beats = compare_with_baselines("hmm", _metrics(evaluate(hmm_model, ctx.tunnel("hmm"), episodes=ctx.budget.eval,
+                                                                seed=0, device=ctx.device)),
+                                       ctx.baselines("hmm"))["beats"] is True
     verdict = size_verdict(all(r > 1 for r in ratios), all(r > claim for r in ratios))
     failing = [i for i, r in enumerate(ratios) if r <= claim]
     reason = (f"bypassing each of the {len(ratios)} blocks: {', '.join(_x(r) for r in ratios)} (criterion > "
               f"{claim:g}x{'; blocks ' + str(failing) + ' fail it' if failing else ''}); "
-              f"{len(ratios)} layers against the paper's {paper_layers}; the {len(la_hmm.mae)}-layer HMM model, "
-              f"which does not "
-              f"beat window-2, gives {', '.join(_x(r) for r in la_hmm.error_ratio)}")
+              f"{which}, against the paper's {paper_layers} layers; the HMM's {hmm_which}, "
+              f"which {'beats' if hmm_beats else 'does not beat'} window-2, gives "
+              f"{', '.join(_x(r) for r in la_hmm.error_ratio)}")
     layers = _row("layer-ablation", paper=f"> {claim:g}x for every layer",
                   ours=f"{', '.join(_x(r) for r in ratios)} (intact {_g(la.baseline_mae)} bits)", verdict=verdict,
                   reason=reason, paper_value=claim, ours_value=min(ratios),
@@ -698,7 +722,7 @@ def _rows_manifold(ctx: _Context) -> list[Claim]:
     from .geometry.manifold import collect_representation, manifold_of
     from .geometry.probes import probe_layers
 
-    model, t = ctx.model("bijection", "transformer"), ctx.tunnel("bijection")
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n = ctx.budget.geometry
     man = manifold_of(collect_representation(model, t, episodes=n, seed=0))
     claim = paper_figure("value_manifold_pc1").value
@@ -709,7 +733,7 @@ def _rows_manifold(ctx: _Context) -> list[Claim]:
     reason = (f"PC1 over all {man.n_points:,} (episode, position) points {_pct(man.pc1)}, over the "
               f"{t.L} per-position means {_pct(man.pc1_position_means)} (|r| with the entropy "
               f"{_g(man.position_means_r)}); > {claim:.0%} holds for {', '.join(held) if held else 'neither'}; "
-              f"the paper does not say over which points")
+              f"the paper does not say over which points; {which}")
     pc1 = _row("value-manifold-pc1", paper=f"> {claim:.0%} (Paper III's recap: {lo:.0%}-{hi:.0%})",
                ours=f"{_pct(man.pc1)} all points; {_pct(man.pc1_position_means)} per-position means",
                verdict=verdict, reason=reason, paper_value=claim, ours_value=man.pc1,
@@ -718,7 +742,7 @@ def _rows_manifold(ctx: _Context) -> list[Claim]:
                         "position_means_r": man.position_means_r, "episodes": n})
 
     # belief probes: ridge probes from every residual layer to the exact posterior (bijection and HMM)
-    probes = {name: probe_layers(ctx.model(name, "transformer"), ctx.tunnel(name), episodes=n, seed=0)
+    probes = {name: probe_layers(ctx.geometry_model(name)[0], ctx.tunnel(name), episodes=n, seed=0)
               for name in ("bijection", "hmm")}
     direction, size, text = [], [], []
     for name, p in probes.items():
