@@ -26,7 +26,7 @@ def test_window_equivalent_places_a_value_on_the_ladder():
     ws, values = [0, 1, 2], [0.4, 0.2, 0.1]
     assert window_equivalent(0.5, ws, values) == "above window-0"
     assert window_equivalent(0.15, ws, values) == "between window-1 and window-2"
-    assert window_equivalent(0.2, ws, values) == "between window-1 and window-2"
+    assert window_equivalent(0.2, ws, values) == "between window-0 and window-1"  # ties go to the shorter window
     assert window_equivalent(0.05, ws, values) == "below window-2"
 
 
