@@ -143,11 +143,18 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
 
 # Per-variant recipes, over the tunnel's: (tunnel, variant, arch, scale). On the slow-mixing HMM every
 # architecture gets the same budget, 320,000 training episodes (the lite transformer's 10,000 steps of
-# 32): the steps are scaled to each architecture's batch, with the rest of its lite HMM recipe.
+# 32): the steps are scaled to each architecture's batch, with the rest of its lite HMM recipe, and 20
+# held-out evaluations per run.
 HMM_SLOW_EPISODES = 320_000
+
+
+def _equal_budget(recipe: TrainConfig, episodes: int, evaluations: int = 20) -> TrainConfig:
+    steps = episodes // recipe.batch_size
+    return replace(recipe, steps=steps, eval_every=steps // evaluations)
+
+
 VARIANT_TRAIN: dict[tuple[str, str, str, str], TrainConfig] = {
-    ("hmm", "slow", arch, "lite"): replace(TUNNEL_TRAIN[("hmm", arch, "lite")],
-                                           steps=HMM_SLOW_EPISODES // TUNNEL_TRAIN[("hmm", arch, "lite")].batch_size)
+    ("hmm", "slow", arch, "lite"): _equal_budget(TUNNEL_TRAIN[("hmm", arch, "lite")], HMM_SLOW_EPISODES)
     for arch in ARCHS
 }
 
