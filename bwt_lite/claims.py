@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import torch
@@ -52,7 +52,8 @@ from .evaluate import EvalResult, evaluate
 from .models import build_model
 from .paper import Published, paper_figure, paper_value
 from .presets import TUNNEL_ARGS, Preset, get_preset
-from .reproduce import MARGIN, PRIMITIVES, compare_with_baselines, passes_threshold, realises, threshold_text
+from .reproduce import (MARGIN, MAX_WINDOW, PRIMITIVES, cell_preset, compare_with_baselines, passes_threshold, realises,
+                        threshold_text)
 from .tunnels import Tunnel, make_tunnel
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly", "not reproduced", "not testable here"
@@ -333,7 +334,7 @@ class _Context:
         self._bases: dict[str, dict[str, dict[str, Any]]] = {}
 
     def preset(self, tunnel: str, arch: str) -> Preset:
-        return get_preset(tunnel, arch, "lite")
+        return cell_preset(tunnel, arch, "lite")  # tunnel: a name of the primitives table ("hmm-slow" too)
 
     def tunnel(self, tunnel: str) -> Tunnel:
         return make_tunnel(**self.preset(tunnel, "transformer").tunnel)
@@ -351,6 +352,25 @@ class _Context:
             self._models[key] = model.eval()
         return self._models[key]
 
+    def deep(self, tunnel: str) -> bool:
+        """Whether the lite transformer at the paper's depth (``depth="paper"``) is shipped or cached."""
+        return find_checkpoint(get_preset(tunnel, "transformer", "lite", depth="paper")) is not None
+
+    def geometry_model(self, tunnel: str) -> tuple[torch.nn.Module, str]:
+        """The transformer the geometry claims measure, and a label: the lite model at the paper's depth
+        when its checkpoint is there (the per-layer claims need the paper's number of layers), else
+        the default lite transformer."""
+        key = (tunnel, "transformer-deep")
+        if not self.deep(tunnel):
+            model = self.model(tunnel, "transformer")
+            return model, f"the {model.cfg.n_layers}-layer lite model"
+        if key not in self._models:
+            model, _ = load_or_train(get_preset(tunnel, "transformer", "lite", depth="paper"), device=self.device,
+                                     progress=False, download=False, log=lambda line: None)
+            self._models[key] = model.eval()
+        model = self._models[key]
+        return model, f"the {model.cfg.n_layers}-layer lite model (the paper's depth)"
+
     def evaluate(self, tunnel: str, arch: str) -> EvalResult:
         key = (tunnel, arch)
         if key not in self._evals:
@@ -361,7 +381,8 @@ class _Context:
     def baselines(self, tunnel: str) -> dict[str, dict[str, Any]]:
         """The tunnel's exact baselines on the models' held-out episodes, as metrics dicts."""
         if tunnel not in self._bases:
-            results = evaluate_baselines(self.tunnel(tunnel), episodes=self.budget.eval, seed=0, device=self.device)
+            results = evaluate_baselines(self.tunnel(tunnel), episodes=self.budget.eval, seed=0, device=self.device,
+                                         max_window=MAX_WINDOW.get(tunnel, 4))
             self._bases[tunnel] = {name: _metrics(r) for name, r in results.items()}
         return self._bases[tunnel]
 
@@ -492,15 +513,37 @@ def _rows_hmm(ctx: _Context) -> list[Claim]:
 
     def mamba(d: dict[str, Any]) -> str:
         paper_beats = compare_with_baselines("hmm", {"entropy_mae_bits": d["paper"]}, d["baselines"])["beats"] is True
-        return (f"ours stays near the uniform belief; the paper's {d['paper']:g} "
+        mae, w0 = d["ours"]["entropy_mae_bits"], d["baselines"]["window-0"]["entropy_mae_bits"]
+        where = ("stays near the uniform belief" if mae > 0.9 * w0 else
+                 f"leaves the uniform belief (window-0: {_g(w0)} bits)")
+        return (f"ours {where}; the paper's {d['paper']:g} "
                 f"{'would beat' if paper_beats else 'would not beat'} window-2 either ({_window(d['baselines'])})")
 
     text = paper_value("hmm", "transformer")
-    return [_cell(ctx, "hmm-transformer", "hmm", "transformer", transformer,
+    rows = [_cell(ctx, "hmm-transformer", "hmm", "transformer", transformer,
                   paper_text=f"{_published(text)} (text: {text.source}); {_published(table)} ({table.source})"),
             _cell(ctx, "hmm-mlp", "hmm", "mlp"),
             _cell(ctx, "hmm-lstm", "hmm", "lstm"),
             _cell(ctx, "hmm-mamba", "hmm", "mamba", mamba)]
+    return [_with_slow_hmm(ctx, row, arch) for row, arch in zip(rows, ("transformer", "mlp", "lstm", "mamba"))]
+
+
+def _with_slow_hmm(ctx: _Context, row: Claim, arch: str) -> Claim:
+    """Add the slow-mixing HMM's evidence to an HMM cell: there a window needs 8 symbols to come within
+    0.01 bits of the exact filter, so beating the 4-symbol window tests transport where the default
+    HMM cannot. A success claim that our model misses on the default HMM but realises on the slow
+    one is "partly" reproduced. No-op when the slow variant's checkpoint is not there."""
+    if find_checkpoint(ctx.preset("hmm-slow", arch)) is None:
+        return row
+    ours, bases = _metrics(ctx.evaluate("hmm-slow", arch)), ctx.baselines("hmm-slow")
+    done = bool(realises("hmm-slow", ours, bases))
+    w4 = bases["window-4"]
+    reason = (f"{row.reason}; slow-mixing HMM (no published number): {_g(ours['entropy_mae_bits'])} bits "
+              f"(KL {_g(ours['kl_bits'])}) against window-4 {_g(w4['entropy_mae_bits'])} "
+              f"(KL {_g(w4['kl_bits'])}): transport {'realised' if done else 'not realised'} there")
+    partly = row.details.get("paper_succeeds") and not row.details.get("ours_realises") and done
+    return replace(row, reason=reason, verdict=PARTLY if partly else row.verdict,
+                   details={**row.details, "slow_hmm": _jsonable({"ours": ours, "realises": done, "window-4": w4})})
 
 
 def _rows_recall(ctx: _Context) -> list[Claim]:
@@ -572,7 +615,7 @@ def _rows_frame(ctx: _Context) -> list[Claim]:
     from .geometry.ablation import head_ablation
     from .geometry.frame import analytic_abs_cosine, key_orthogonality
 
-    model, t = ctx.model("bijection", "transformer"), ctx.tunnel("bijection")
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     seed = ctx.preset("bijection", "transformer").train.seed
     # key orthogonality: the layer-0 keys of the value tokens, per head, beside the same model at init
     ko = key_orthogonality(model, "projected/per_head/abs", seed=seed)
@@ -589,7 +632,7 @@ def _rows_frame(ctx: _Context) -> list[Claim]:
               f"({paper_drop:.0%} lower; needs ours lower than at init by at least half that). "
               f"{'More' if trained < rand else 'Less'} orthogonal than at init"
               + ("" if trained < rand else f", as in the authors' re-measurement ({re_lo:g}-{re_hi:g} vs "
-                                           f"{rr_lo:g}-{rr_hi:g} at init)"))
+                                           f"{rr_lo:g}-{rr_hi:g} at init)") + f"; {which}")
     keys = _row("keys-orthogonal", paper=f"{p_tr:g} trained vs {p_rand:g} random init (mean |cos|)",
                 ours=f"{_g(trained)} trained vs {_g(rand)} random init; chance {_g(chance)}", verdict=verdict,
                 reason=reason, paper_value=p_tr, ours_value=trained,
@@ -610,7 +653,8 @@ def _rows_frame(ctx: _Context) -> list[Claim]:
     reason = (f"removing a layer-0 head multiplies the MAE by {_x(float(r0.min()))}-{_x(float(r0.max()))} "
               f"(frame head {frame}: {_x(float(r0[frame]))}); the authors' production checkpoint "
               f"{_x(lo / base)}-{_x(hi / base)}; needs every head > {_x(HEAD_RAISE)}, and the weakest >= "
-              f"{_x(paper_min / FACTOR)} for the size" + (f"; heads {weak} do not raise it" if weak else ""))
+              f"{_x(paper_min / FACTOR)} for the size" + (f"; heads {weak} do not raise it" if weak else "")
+              + f"; {which}")
     head = _row("frame-head", paper=f"{lo:g}-{hi:g} bits with one layer-0 head removed vs {base:g} intact",
                 ours=f"{_g(float(ha.mae[0].min()))}-{_g(float(ha.mae[0].max()))} bits vs {_g(ha.baseline_mae)} intact",
                 verdict=verdict, reason=reason, paper_value=paper_min, ours_value=float(r0.min()),
@@ -624,7 +668,7 @@ def _rows_elimination(ctx: _Context) -> list[Claim]:
     from .geometry.ablation import layer_ablation
     from .geometry.elimination import ELIMINATED, KEY, progressive_elimination
 
-    model, t = ctx.model("bijection", "transformer"), ctx.tunnel("bijection")
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n_layers = model.cfg.n_layers
     paper_layers = _paper_layers("bijection")
     pe = progressive_elimination(model, t, episodes=ctx.budget.geometry, seed=0)
@@ -639,7 +683,7 @@ def _rows_elimination(ctx: _Context) -> list[Claim]:
               f"{'falls' if sharpens else 'does not fall'} with depth; query-key cosine to the eliminated values' "
               f"keys {', '.join(f'{v:+.2f}' for v in cos_elim)}: {'rises' if aligns else 'does not rise'} "
               f"(separate layout: every revealed value is eliminated, none still consistent); "
-              f"{n_layers} layers against the paper's {paper_layers}: a {n_layers}-point trend")
+              f"{which}, against the paper's {paper_layers} layers: a {n_layers}-point trend")
     sharp = _row("qk-sharpening", paper="sharper with depth (no number)",
                  ours=(f"entropy {' -> '.join(_g(v) for v in entropy)} bits; "
                        f"cos {' -> '.join(f'{v:+.2f}' for v in cos_elim)}"),
@@ -653,14 +697,18 @@ def _rows_elimination(ctx: _Context) -> list[Claim]:
     claim = paper_figure("layer_ablation_ratio").value
     la = layer_ablation(model, t, episodes=ctx.budget.ablation, seed=0)
     ratios = la.error_ratio
-    la_hmm = layer_ablation(ctx.model("hmm", "transformer"), ctx.tunnel("hmm"), episodes=ctx.budget.ablation, seed=0)
+    hmm_model, hmm_which = ctx.geometry_model("hmm")
+    la_hmm = layer_ablation(hmm_model, ctx.tunnel("hmm"), episodes=ctx.budget.ablation, seed=0)
+    hmm_beats = compare_with_baselines("hmm", _metrics(evaluate(hmm_model, ctx.tunnel("hmm"), episodes=ctx.budget.eval,
+                                                                seed=0, device=ctx.device)),
+                                       ctx.baselines("hmm"))["beats"] is True
     verdict = size_verdict(all(r > 1 for r in ratios), all(r > claim for r in ratios))
     failing = [i for i, r in enumerate(ratios) if r <= claim]
     reason = (f"bypassing each of the {len(ratios)} blocks: {', '.join(_x(r) for r in ratios)} (criterion > "
               f"{claim:g}x{'; blocks ' + str(failing) + ' fail it' if failing else ''}); "
-              f"{len(ratios)} layers against the paper's {paper_layers}; the {len(la_hmm.mae)}-layer HMM model, "
-              f"which does not "
-              f"beat window-2, gives {', '.join(_x(r) for r in la_hmm.error_ratio)}")
+              f"{which}, against the paper's {paper_layers} layers; the HMM's {hmm_which}, "
+              f"which {'beats' if hmm_beats else 'does not beat'} window-2, gives "
+              f"{', '.join(_x(r) for r in la_hmm.error_ratio)}")
     layers = _row("layer-ablation", paper=f"> {claim:g}x for every layer",
                   ours=f"{', '.join(_x(r) for r in ratios)} (intact {_g(la.baseline_mae)} bits)", verdict=verdict,
                   reason=reason, paper_value=claim, ours_value=min(ratios),
@@ -674,7 +722,7 @@ def _rows_manifold(ctx: _Context) -> list[Claim]:
     from .geometry.manifold import collect_representation, manifold_of
     from .geometry.probes import probe_layers
 
-    model, t = ctx.model("bijection", "transformer"), ctx.tunnel("bijection")
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n = ctx.budget.geometry
     man = manifold_of(collect_representation(model, t, episodes=n, seed=0))
     claim = paper_figure("value_manifold_pc1").value
@@ -685,7 +733,7 @@ def _rows_manifold(ctx: _Context) -> list[Claim]:
     reason = (f"PC1 over all {man.n_points:,} (episode, position) points {_pct(man.pc1)}, over the "
               f"{t.L} per-position means {_pct(man.pc1_position_means)} (|r| with the entropy "
               f"{_g(man.position_means_r)}); > {claim:.0%} holds for {', '.join(held) if held else 'neither'}; "
-              f"the paper does not say over which points")
+              f"the paper does not say over which points; {which}")
     pc1 = _row("value-manifold-pc1", paper=f"> {claim:.0%} (Paper III's recap: {lo:.0%}-{hi:.0%})",
                ours=f"{_pct(man.pc1)} all points; {_pct(man.pc1_position_means)} per-position means",
                verdict=verdict, reason=reason, paper_value=claim, ours_value=man.pc1,
@@ -694,7 +742,7 @@ def _rows_manifold(ctx: _Context) -> list[Claim]:
                         "position_means_r": man.position_means_r, "episodes": n})
 
     # belief probes: ridge probes from every residual layer to the exact posterior (bijection and HMM)
-    probes = {name: probe_layers(ctx.model(name, "transformer"), ctx.tunnel(name), episodes=n, seed=0)
+    probes = {name: probe_layers(ctx.geometry_model(name)[0], ctx.tunnel(name), episodes=n, seed=0)
               for name in ("bijection", "hmm")}
     direction, size, text = [], [], []
     for name, p in probes.items():
@@ -797,22 +845,38 @@ def _rows_trajectory(ctx: _Context) -> list[Claim]:
 def _rows_simplex(ctx: _Context) -> list[Claim]:
     from .geometry.simplex import belief_simplex
 
-    t = ctx.tunnel("hmm")
     n = ctx.budget.simplex
-    r2 = {arch: belief_simplex(ctx.model("hmm", arch), t, episodes=n, seed=0).entropy_r2
-          for arch in ("mamba", "lstm", "transformer")}
+
+    def r2_of(tunnel: str) -> dict[str, float]:
+        return {arch: belief_simplex(ctx.model(tunnel, arch), ctx.tunnel(tunnel), episodes=n, seed=0).entropy_r2
+                for arch in ("mamba", "lstm", "transformer")}
+
+    def filters(tunnel: str) -> str:
+        ours = _metrics(ctx.evaluate(tunnel, "mamba"))
+        done = realises(tunnel, ours, ctx.baselines(tunnel))
+        return (f"the Mamba {'realises' if done else 'does not realise'} transport there (entropy MAE "
+                f"{_g(ours['entropy_mae_bits'])} bits)")
+
+    r2 = r2_of("hmm")
     pm, pl = paper_figure("mamba_simplex_entropy_r2").value, paper_figure("lstm_simplex_entropy_r2").value
     direction = r2["mamba"] > max(r2["lstm"], 0.0) + SIMPLEX_GAP  # carries some entropy, and more than the LSTM
     verdict = size_verdict(direction, within_factor(r2["mamba"], pm))
-    mamba_mae = ctx.evaluate("hmm", "mamba").entropy_mae_bits
     reason = (f"held-out entropy R^2 from the final representation: Mamba {_g(r2['mamba'])}, LSTM {_g(r2['lstm'])} "
-              f"(needs Mamba > max(LSTM, 0) + {SIMPLEX_GAP:g}); our lite Mamba has not learned to filter (entropy MAE "
-              f"{_g(mamba_mae)} bits, the uniform belief's level); the lite transformer reaches "
+              f"(needs Mamba > max(LSTM, 0) + {SIMPLEX_GAP:g}); {filters('hmm')}; the lite transformer reaches "
               f"{_g(r2['transformer'])}")
+    details: dict[str, Any] = {"entropy_r2": r2, "mamba_entropy_mae": ctx.evaluate("hmm", "mamba").entropy_mae_bits,
+                               "episodes": n}
+    if all(find_checkpoint(ctx.preset("hmm-slow", a)) is not None for a in ("mamba", "lstm", "transformer")):
+        slow = r2_of("hmm-slow")
+        slow_direction = slow["mamba"] > max(slow["lstm"], 0.0) + SIMPLEX_GAP
+        reason += (f"; slow-mixing HMM (3 states, no published number): Mamba {_g(slow['mamba'])}, LSTM "
+                   f"{_g(slow['lstm'])}, transformer {_g(slow['transformer'])}; {filters('hmm-slow')}")
+        if slow_direction and not direction:
+            verdict = PARTLY
+        details["slow_hmm_entropy_r2"] = slow
     return [_row("mamba-simplex", paper=f"entropy R^2 {pm:g} (Mamba) vs {pl:g} (LSTM)",
                  ours=f"{_g(r2['mamba'])} (Mamba) vs {_g(r2['lstm'])} (LSTM)", verdict=verdict, reason=reason,
-                 paper_value=pm, ours_value=r2["mamba"],
-                 details={"entropy_r2": r2, "mamba_entropy_mae": mamba_mae, "episodes": n})]
+                 paper_value=pm, ours_value=r2["mamba"], details=details)]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from .tunnels import TUNNELS, make_tunnel
 MAX_STEPS = 10_000_000  # training steps (the paper presets train 50,000)
 MAX_EPISODES = 1_000_000  # held-out episodes of eval and reproduce (default 2,048)
 MAX_LENGTH = 10_000  # eval --length; the preset's position table is the real limit, checked per preset
+MAX_TRAIN_SEEDS = 20  # training seeds per cell of `bwt reproduce --seeds`
 MAX_SEED = 2**63 - 1  # 64-bit generator seeds, with room for the held-out stream's offset (EVAL_SEED_BASE)
 MAX_REPEAT = 1_000  # timed steps (bench) or calls (bench-scan)
 MAX_JOBS = max(2, os.cpu_count() or 1)  # worker processes: one per CPU core (2 always allowed)
@@ -547,7 +548,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from . import reproduce as cells
 
     _check_jobs_on_cpu(args)
-    presets = [cells.get_preset(t, a, args.scale) for t in cells.PRIMITIVE_TUNNELS for a in ARCHS]
+    seeds = range(args.seeds)
+    presets = [cells.cell_preset(t, a, args.scale, s) for t in cells.PRIMITIVE_TUNNELS for a in ARCHS for s in seeds]
     writes = [p for p in presets if args.retrain or find_checkpoint(p) is None]
     on_cpu = _check_paper_on_cpu(args, [p for p in writes if args.retrain or _would_train(p, not args.no_download)])
     if writes:
@@ -556,7 +558,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     rows = reproduce(args.scale, retrain=args.retrain, episodes=args.episodes, seed=args.seed_eval,
                      device=args.device, progress=_progress(args), download=not args.no_download, jobs=args.jobs,
-                     log=_log)
+                     train_seeds=seeds, log=_log)
     _log(f"{len(rows)} cells in {format_duration(time.perf_counter() - t0)}")
     print("\n".join(json.dumps(r) for r in rows) if args.json else format_primitives_table(rows))
     return 0
@@ -702,6 +704,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--eval-seed", dest="seed_eval", type=seed_int, default=0,
                     help="seed of the held-out episodes, 0 to 2**63 - 1")
     sp.add_argument("--capacity", action="store_true", help="only the parameter counts and how they were matched")
+    sp.add_argument("--seeds", type=int_range(1, MAX_TRAIN_SEEDS), default=1,
+                    help=f"training seeds per cell, 1 to {MAX_TRAIN_SEEDS} (seeds 0..N-1; a cell realises its "
+                         "primitive when 4 of 5 seeds do; the median seed's numbers are printed)")
     run_args(sp)
     sp.add_argument("--no-download", action="store_true", help="train instead of downloading hosted checkpoints")
     sp.add_argument("--jobs", type=jobs_int, default=1,

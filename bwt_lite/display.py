@@ -137,6 +137,7 @@ def table(
     paper_column: str | Sequence[str] | Mapping[str, str] | None = None,
     formats: Mapping[str, str | Callable[[Any], str]] | None = None,
     note: str | Sequence[str] | None = None,
+    text: str | Sequence[str] | None = None,
 ) -> Table:
     """A table that renders as HTML in a notebook or the book and as aligned text when printed.
 
@@ -148,7 +149,9 @@ def table(
     yes/no and ``None`` an empty cell. ``paper_column``: the column (or columns) holding the
     paper's values, set apart in the HTML; a mapping ``{ours: paper}`` also moves each paper column
     next to ours. Numbers (and text that starts like one) are right-aligned, other text left-aligned;
-    in a column of numbers the blank cells and the header are right-aligned too.
+    in a column of numbers the blank cells and the header are right-aligned too. ``text``: the column
+    (or columns) of prose, left-aligned throughout even where a cell starts like a number ("2 wide
+    blocks ...").
     """
     rows = list(rows)
     if columns is None:
@@ -177,7 +180,8 @@ def table(
     else:
         paper_cols = list(paper_column)
     formats = dict(formats or {})
-    for name in [*paper_cols, *formats, *(paper_column.keys() if isinstance(paper_column, Mapping) else [])]:
+    text_cols = [text] if isinstance(text, str) else list(text or ())
+    for name in [*paper_cols, *formats, *text_cols, *(paper_column.keys() if isinstance(paper_column, Mapping) else [])]:
         if name not in columns:
             raise ValueError(f"unknown column {name!r}; columns are {columns}")
 
@@ -197,6 +201,11 @@ def table(
         decided = [(i, t[k]) for i, t in enumerate(text_rows) if t[k].strip() not in _BLANKS]
         numeric.append(bool(decided) and all(right[i][k] for i, _ in decided))
     right = [[r[k] or numeric[k] for k in range(len(order))] for r in right]
+    for k, j in enumerate(order):
+        if columns[j] in text_cols:
+            numeric[k] = False
+            for r in right:
+                r[k] = False
     return Table(columns=tuple(columns[j] for j in order), rows=tuple(tuple(r) for r in text_rows),
                  numeric=tuple(numeric), paper=tuple(columns[j] in paper_cols for j in order),
                  right=tuple(tuple(r) for r in right),

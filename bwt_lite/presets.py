@@ -128,6 +128,23 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("regression", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], target="soft"),
 }
 
+# Per-variant recipes, over the tunnel's: (tunnel, variant, arch, scale). On the slow-mixing HMM every
+# architecture gets the same budget, 320,000 training episodes (the lite transformer's 10,000 steps of
+# 32): the steps are scaled to each architecture's batch, with the rest of its lite HMM recipe, and 20
+# held-out evaluations per run.
+HMM_SLOW_EPISODES = 320_000
+
+
+def _equal_budget(recipe: TrainConfig, episodes: int, evaluations: int = 20) -> TrainConfig:
+    steps = episodes // recipe.batch_size
+    return replace(recipe, steps=steps, eval_every=steps // evaluations)
+
+
+VARIANT_TRAIN: dict[tuple[str, str, str, str], TrainConfig] = {
+    ("hmm", "slow", arch, "lite"): _equal_budget(TUNNEL_TRAIN[("hmm", arch, "lite")], HMM_SLOW_EPISODES)
+    for arch in ARCHS
+}
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -142,9 +159,10 @@ class Preset:
         tunnel, variant = self.tunnel["tunnel"], self.tunnel.get("variant")
         if variant is not None and variant != TUNNEL_ARGS.get(tunnel, {}).get("variant"):
             tunnel = f"{tunnel}-{variant}"  # e.g. hmm-slow-transformer-lite-soft
-        default = TUNNEL_ARCH_SIZES.get((tunnel.split("-")[0], self.model.arch, self.scale),
-                                        ARCH_SIZES.get((self.model.arch, self.scale), {}))
-        depth = "" if self.model.n_layers == default.get("n_layers") else f"-{self.model.n_layers}L"
+        deep = PAPER_DEPTH_SIZES.get((self.tunnel["tunnel"], self.model.arch))
+        is_deep = self.scale == "lite" and deep is not None and all(
+            getattr(self.model, k) == v for k, v in deep.items())
+        depth = f"-{self.model.n_layers}L" if is_deep else ""
         return f"{tunnel}-{self.model.arch}-{self.scale}{depth}{soft}"  # e.g. bijection-transformer-lite-6L
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,6 +214,7 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=n_positions,
                         answer_tokens=t.answer_tokens, n_outputs=n_outputs, **sizes)
     train = TUNNEL_TRAIN.get((tunnel, arch, scale), TRAIN[(arch, scale)])
+    train = VARIANT_TRAIN.get((tunnel, targs.get("variant", ""), arch, scale), train)
     if train_overrides:
         train = replace(train, **train_overrides)
     return Preset(scale=scale, tunnel=t.config(), model=model, train=train)

@@ -257,6 +257,7 @@ def test_check_book_flags_what_a_student_would_stumble_on(tmp_path):
     row = "transformer   0.0135 bits   " * 4
     bad = f"""<html><body><article>
       <p>the plateau $</p><div class="math notranslate">\\[x\\]</div><p>$ and more</p>
+      <p>see the {{term}}`plateau` entry</p>
       <div class="cell"><div class="cell_input"><pre># NBVAL_CHECK_OUTPUT</pre></div>
         <div class="cell_output"><div class="output text_plain"><pre>False</pre></div>
           <div class="output stream"><pre>{row}\nshort line</pre></div>
@@ -269,7 +270,7 @@ def test_check_book_flags_what_a_student_would_stumble_on(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text(bad)
     found = "\n".join(check_book.page_problems(page, "bad", strict=True))
-    for expected in ("1 output table row(s) wider", "a table needs about", "2 stray '$'", "NBVAL_ marker",
+    for expected in ("1 output table row(s) wider", "a table needs about", "2 stray '$'", "NBVAL_ marker", "raw MyST role",
                      "bare True/False", "text repr", "widget JavaScript", "shrunk", "fewer than 2 pixels"):
         assert expected in found, expected
     assert check_book.page_problems(page, "bad", strict=False)  # shrunk figures only warn by default
@@ -281,3 +282,77 @@ def test_check_book_flags_what_a_student_would_stumble_on(tmp_path):
     </article></body></html>"""
     page.write_text(good)
     assert check_book.page_problems(page, "good", strict=True) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# The glossary, linked from the chapters
+
+GLOSSARY = (ROOT / "book" / "glossary.md").read_text()
+TERM = re.compile(r"\{term\}`([^`]+)`")
+
+
+def glossary_terms() -> set[str]:
+    """The names the glossary defines: the unindented lines inside its {glossary} directive."""
+    block = re.search(r"^```\{glossary\}\n(.*?)^```", GLOSSARY, re.S | re.M)
+    assert block, "book/glossary.md has no {glossary} directive, so {term} links cannot resolve"
+    return {line.strip().lower() for line in block.group(1).splitlines()
+            if line.strip() and not line.startswith((" ", ":", "%"))}
+
+
+def term_targets(text: str) -> list[str]:
+    """The glossary entry each {term} role names: the target in `text <target>`, else the text."""
+    out = []
+    for body in TERM.findall(text):
+        m = re.fullmatch(r"(.*?)\s*<([^<>]+)>", body, re.S)
+        out.append(" ".join((m.group(2) if m else body).split()).lower())
+    return out
+
+
+def markdown_text(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        return "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+    return path.read_text()
+
+
+def test_every_term_link_names_a_glossary_entry():
+    terms = glossary_terms()
+    pages = CHAPTERS + sorted((ROOT / "book").glob("*.md"))
+    unknown = {f"{p.name}: {t}" for p in pages for t in term_targets(markdown_text(p)) if t not in terms}
+    assert not unknown, f"{{term}} links without a glossary entry: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_links_the_glossary(path):
+    """Each chapter links a handful of glossary terms (their first use), not every occurrence."""
+    targets = term_targets(markdown_text(path))
+    assert 3 <= len(targets) <= 12, f"{len(targets)} glossary links"
+    assert len(set(targets)) == len(targets), "a term linked twice in one chapter: link its first use only"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_stored_outputs_have_no_wide_text_tables(path):
+    """A comparison printed as aligned text wider than the column is cut or scattered on the page;
+    tables belong in bwt_lite.display.table (whose HTML form the book shows)."""
+    import check_book
+
+    wide = []
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "text/html" in data:
+                continue
+            text = "".join(out.get("text", "")) if out["output_type"] == "stream" else "".join(data.get("text/plain", ""))
+            wide += [f"cell {i}: {line.strip()[:60]!r}" for line in text.splitlines()
+                     if len(line) > check_book.LINE_CHARS and check_book.TABLE_ROW.search(line.strip())]
+    assert not wide, f"{len(wide)} printed table row(s) wider than the column: {wide[:3]}"
+
+
+def test_table_text_columns_stay_left_aligned():
+    """A prose column whose cell starts like a number ("2 wide blocks") is not right-aligned."""
+    from bwt_lite.display import table
+
+    t = table([["mamba", 404040, "2 wide blocks"], ["lstm", 406400, "width and depth"]], ["arch", "params", "how"],
+              text="how")
+    assert t.numeric == (False, True, False)
+    assert [r[2] for r in t.right] == [False, False]
+    assert 'class="bwt-text" style="text-align: left">2 wide blocks' in t._repr_html_()

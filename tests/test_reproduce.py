@@ -17,7 +17,8 @@ KEYS = {"arch", "tunnel", "scale", "entropy_mae_bits", "kl_bits", "accuracy", "p
 
 def tiny_preset(tunnel, arch, scale="lite", **overrides):
     """The real preset shrunk to 2 steps of a width-16, one-block model (wiring, not learning)."""
-    p = get_preset(tunnel, arch, scale, steps=2, batch_size=4, eval_every=2, eval_episodes=8, warmup_steps=1)
+    p = get_preset(tunnel, arch, scale, **{"steps": 2, "batch_size": 4, "eval_every": 2, "eval_episodes": 8,
+                                           "warmup_steps": 1, **overrides})
     return replace(p, model=replace(p.model, d_model=16, n_heads=2, n_layers=1))
 
 
@@ -36,7 +37,7 @@ def tiny(monkeypatch):
 
 def test_capacity_table_counts_and_matching(capsys):
     rows = reproduce.capacity_table()
-    assert len(rows) == len(ARCHS) * 4 * 2
+    assert len(rows) == len(ARCHS) * len(reproduce.PRIMITIVE_TUNNELS) * 2
     by = {(r["arch"], r["tunnel"], r["scale"]): r for r in rows}
     for tunnel in reproduce.PRIMITIVE_TUNNELS:
         for arch in ("lstm", "mamba"):  # lite sizes matched to the same tunnel's lite transformer
@@ -78,14 +79,17 @@ def test_thresholds_and_the_papers_pattern():
 def test_reproduce_rows_train_missing_then_load(tiny):
     everything = reproduce.reproduce("lite", episodes=16, download=False, log=lambda _: None)
     rows = [r for r in everything if r["kind"] == "model"]
-    assert len(rows) == len(ARCHS) * 4 and len(tiny) == len(rows)  # every cell trained once (nothing cached)
+    assert len(rows) == len(ARCHS) * len(reproduce.PRIMITIVE_TUNNELS) and len(tiny) == len(rows)  # every cell trained once (nothing cached)
     assert {(r["arch"], r["tunnel"]) for r in rows} == {(a, t) for a in ARCHS for t in reproduce.PRIMITIVE_TUNNELS}
     bases = {t: {r["arch"]: r for r in everything if r["kind"] == "baseline" and r["tunnel"] == t}
              for t in reproduce.PRIMITIVE_TUNNELS}
     for t in reproduce.PRIMITIVE_TUNNELS:  # each tunnel's models, then its baselines
-        names = baseline_names(make_tunnel(**tiny_preset(t, "mlp").tunnel), reproduce.HMM_MAX_WINDOW)
+        names = baseline_names(make_tunnel(**reproduce.cell_preset(t, "mlp").tunnel), reproduce.MAX_WINDOW.get(t, 4))
         assert [r["arch"] for r in everything if r["tunnel"] == t] == list(ARCHS) + names
     assert list(bases["hmm"]) == [f"window-{w}" for w in range(5)]
+    assert list(bases["hmm-slow"]) == [f"window-{w}" for w in range(9)]
+    assert reproduce.cell_preset("hmm-slow", "mlp").tunnel["variant"] == "slow"
+    assert make_tunnel(**reproduce.cell_preset("hmm-slow", "mlp").tunnel).K == 30
     for r in rows:
         assert KEYS <= set(r) and r["scale"] == "lite" and r["train_steps"] == 2
         assert r["episodes"] == 2 * 4 and r["train_time_s"] > 0  # steps x batch of the tiny preset
@@ -94,8 +98,8 @@ def test_reproduce_rows_train_missing_then_load(tiny):
         assert r["compared_with"] and set(r["compared_with"]) <= set(bases[r["tunnel"]])
         assert r["primitive"] == reproduce.PRIMITIVES[r["tunnel"]]
         assert (r["accuracy"] is None) == (r["tunnel"] == "regression")
-        assert r["params"] == reproduce._count(tiny_preset(r["tunnel"], r["arch"]))
-        n = len(make_tunnel(**tiny_preset(r["tunnel"], r["arch"]).tunnel).positions)
+        assert r["params"] == reproduce._count(reproduce.cell_preset(r["tunnel"], r["arch"]))
+        n = len(make_tunnel(**reproduce.cell_preset(r["tunnel"], r["arch"]).tunnel).positions)
         assert {"h_model", "h_bayes", "entropy_mae"} <= set(r["per_position"])
         assert len(r["per_position"]["entropy_mae"]) == n
         assert abs(sum(r["per_position"]["entropy_mae"]) / n - r["entropy_mae_bits"]) < 1e-6
@@ -127,10 +131,10 @@ def test_cli_reproduce_json_and_table(tiny, capsys):
     assert all(KEYS <= set(r) for r in rows)
     models = [r for r in rows if r["kind"] == "model"]
     base = {(r["tunnel"], r["arch"]): r for r in rows if r["kind"] == "baseline"}
-    assert len(models) == len(ARCHS) * 4
-    assert {"window-2", "reader-no-binding", "prior", "one-pair", "right-entropy"} == {a for _, a in base} - {
-        "window-0", "window-1", "window-3", "window-4"}
-    assert len(base) == 2 + 5 + 2 + 2
+    assert len(models) == len(ARCHS) * len(reproduce.PRIMITIVE_TUNNELS)
+    assert {a for _, a in base} == {"reader-no-binding", "prior", "one-pair", "right-entropy"} | {
+        f"window-{w}" for w in range(9)}
+    assert len(base) == 2 + 5 + 9 + 2 + 2  # bijection, hmm (windows 0-4), hmm-slow (0-8), recall, regression
     for r in base.values():
         assert r["params"] == 0 and r["episodes"] == 0 and r["realises"] is None and r["paper_value"] is None
         assert len(r["per_position"]["entropy_mae"]) == len(next(
@@ -152,3 +156,24 @@ def test_loading_into_the_wrong_architecture_or_scale_is_refused():
         with pytest.raises(CheckpointError, match="belongs to another configuration") as e:
             load_checkpoint(folder, other)
         assert "arch 'lstm'" in str(e.value) and other.name in str(e.value)
+
+
+def test_seeds_median_and_the_four_of_five_rule(tiny):
+    assert reproduce.seed_verdict([True, True, True, True, False]) is True
+    assert reproduce.seed_verdict([True, True, True, False, False]) is False
+    assert reproduce.seed_verdict([None, None]) is None and reproduce.seed_verdict([True]) is True
+    rows = [{"seed": s, "entropy_mae_bits": v} for s, v in enumerate([0.3, 0.1, 0.5, 0.2, 0.4])]
+    assert reproduce.median_seed("hmm", rows)["seed"] == 0  # 0.3 is the middle of five
+    acc = [{"seed": s, "accuracy": v} for s, v in enumerate([0.9, 0.99, 0.5])]
+    assert reproduce.median_seed("recall", acc)["seed"] == 0
+    assert reproduce.cell_preset("bijection", "mlp", seed=3).train.seed == 3
+    out = reproduce.reproduce("lite", episodes=8, download=False, archs=["mlp"], tunnels=["regression"],
+                              train_seeds=[0, 1, 2], baseline_rows=False, log=lambda _: None)
+    (row,) = out
+    assert [s["seed"] for s in row["seeds"]] == [0, 1, 2] and len(tiny) == 3  # one training per seed
+    assert row["seed"] == reproduce.median_seed("regression", row["seeds"])["seed"]
+    assert row["entropy_mae_bits"] == next(s["entropy_mae_bits"] for s in row["seeds"] if s["seed"] == row["seed"])
+    assert row["realised_seeds"] == sum(bool(s["realises"]) for s in row["seeds"])
+    assert "seeds; median seed" in reproduce.format_primitives_table(out)
+    with pytest.raises(ValueError, match="train_seeds"):
+        reproduce.reproduce("lite", train_seeds=[], log=lambda _: None)

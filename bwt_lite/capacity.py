@@ -1,0 +1,125 @@
+"""Binding capacity: recall accuracy as the number of stored pairs grows (chapter 6).
+
+Paper I reports that Mamba "struggles as stored pairs grow"; Zoology's multi-query associative recall
+(MQAR; Arora et al. 2023) shows attention near 100 % while recurrent models fall with the number of
+pairs at a fixed state size. This module measures it on the recall tunnel's ``mqar`` variant
+(``n_pairs`` distinct key-value pairs, then ``n_queries`` queries of stored keys): every architecture
+with a recurrent or attention memory (transformer, LSTM, Mamba) at two widths, for several pair
+counts, each with the same training budget (:data:`STEPS` x :data:`BATCH` episodes, same recipe).
+
+The sweep's results ship as ``bwt_lite/data/capacity_sweep.json`` (:func:`load_sweep`);
+``experiments/capacity_sweep.py`` re-runs it (:func:`run_sweep`).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from .evaluate import evaluate
+from .presets import Preset, get_preset
+from .tunnels import make_tunnel
+from .validation import check_choice, check_int
+
+PAIRS = (4, 8, 16)  # stored pairs per episode (<= V = 16 keys)
+ARCHS = ("transformer", "lstm", "mamba")  # the architectures with a memory (the MLP has none)
+WIDTHS = (32, 64)  # d_model; d_head 16 for the transformer
+N_QUERIES = 8
+STEPS, BATCH = 2_000, 32  # the same budget for every cell: 64,000 training episodes
+LR = 2e-3
+N_LAYERS = 2
+DATA_FILE = Path(__file__).parent / "data" / "capacity_sweep.json"
+
+
+def sweep_preset(arch: str, n_pairs: int, d_model: int, *, steps: int = STEPS, seed: int = 0) -> Preset:
+    """The lite recall preset on MQAR with ``n_pairs`` pairs, at width ``d_model`` and :data:`N_LAYERS` layers."""
+    check_choice("arch", arch, ARCHS)
+    check_int("n_pairs", n_pairs, 1)
+    check_int("d_model", d_model, 16)
+    if d_model % 16:
+        raise ValueError(f"d_model must be a multiple of 16 (the transformer's d_head), got {d_model}")
+    base = get_preset("recall", arch, "lite", steps=steps, batch_size=BATCH, lr=LR, warmup_steps=100,
+                      min_lr_ratio=0.1, eval_every=max(steps // 4, 1), seed=seed)
+    tunnel = make_tunnel(**{**base.tunnel, "variant": "mqar", "n_pairs": n_pairs, "n_queries": N_QUERIES})
+    model = replace(base.model, d_model=d_model, n_layers=N_LAYERS, n_heads=max(d_model // 16, 1),
+                    vocab_size=tunnel.vocab_size, n_positions=tunnel.seq_len + 1)
+    return replace(base, tunnel=tunnel.config(), model=model)
+
+
+def state_numbers(preset: Preset) -> int | None:
+    """Numbers a recurrent model carries from step to step (None for attention, whose memory grows with
+    the sequence): the LSTM's hidden and cell states, Mamba's (d_inner x 16) state per block."""
+    m = preset.model
+    if m.arch == "lstm":
+        return 2 * m.d_model * m.n_layers
+    if m.arch == "mamba":
+        from .models.mamba import D_STATE, EXPAND
+
+        return EXPAND * m.d_model * D_STATE * m.n_layers
+    return None
+
+
+def sweep_presets(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths: Iterable[int] = WIDTHS,
+                  steps: int = STEPS) -> list[Preset]:
+    return [sweep_preset(a, n, d, steps=steps) for n in pairs for a in archs for d in widths]
+
+
+def run_sweep(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths: Iterable[int] = WIDTHS, *,
+              steps: int = STEPS, episodes: int = 1024, jobs: int = 1,
+              log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Train (into the cache; ``jobs`` at a time on the CPU) and evaluate every cell; one row per cell."""
+    from .checkpoints import load_or_train
+    from .train_pool import train_presets
+
+    presets = sweep_presets(pairs, archs, widths, steps)
+    if jobs > 1:
+        train_presets(presets, jobs=jobs, log=log)
+    rows = []
+    for p in presets:
+        model, meta = load_or_train(p, progress=False, download=False, log=log)
+        res = evaluate(model, make_tunnel(**p.tunnel), episodes=episodes, seed=0)
+        rows.append({"arch": p.model.arch, "n_pairs": p.tunnel["n_pairs"], "d_model": p.model.d_model,
+                     "n_layers": p.model.n_layers, "params": model.n_params, "state_numbers": state_numbers(p),
+                     "accuracy": res.accuracy, "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits,
+                     "steps": meta["train_steps"], "episodes": meta["train_steps"] * p.train.batch_size,
+                     "train_time_s": meta.get("train_time_s")})
+        log(f"{p.model.arch} d={p.model.d_model} pairs={p.tunnel['n_pairs']}: accuracy {res.accuracy:.3f}")
+    return rows
+
+
+def save_sweep(rows: Sequence[dict[str, Any]], path: Path | str = DATA_FILE, command: str = "") -> Path:
+    path = Path(path)
+    path.write_text(json.dumps({"command": command, "steps": STEPS, "batch_size": BATCH, "lr": LR,
+                                "n_queries": N_QUERIES, "rows": list(rows)}, indent=1) + "\n")
+    return path
+
+
+def load_sweep(path: Path | str = DATA_FILE) -> dict[str, Any]:
+    """The shipped sweep: ``{"command", "steps", "batch_size", "lr", "n_queries", "rows": [...]}``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run experiments/capacity_sweep.py to create it")
+    return json.loads(path.read_text())
+
+
+def plot_capacity(rows: Sequence[dict[str, Any]], ax: Any = None) -> Any:
+    """Accuracy against stored pairs, one line per (architecture, width). Used in chapter 6."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    colors = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
+    for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
+        pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
+        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o", color=colors.get(arch),
+                linestyle="-" if d == max(r["d_model"] for r in rows) else "--", label=f"{arch}, d={d}")
+    pairs = sorted({r["n_pairs"] for r in rows})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(pairs, [str(p) for p in pairs])
+    ax.set_xlabel("stored pairs")
+    ax.set_ylabel("query accuracy (%)")
+    ax.set_ylim(0, 102)
+    ax.set_title("Binding capacity (MQAR, equal training budget)")
+    ax.legend(fontsize="small")
+    return ax.figure

@@ -1,0 +1,58 @@
+"""The binding-capacity sweep (chapter 6): its presets, a tiny run end to end, the data file and the plot."""
+import json
+
+import matplotlib
+import pytest
+
+from bwt_lite import capacity
+from bwt_lite.tunnels import make_tunnel
+
+matplotlib.use("Agg")
+
+
+def test_sweep_presets_share_one_budget_and_differ_in_pairs_and_width():
+    presets = capacity.sweep_presets()
+    assert len(presets) == len(capacity.PAIRS) * len(capacity.ARCHS) * len(capacity.WIDTHS) >= 18
+    assert len({p.key() for p in presets}) == len(presets)
+    assert {(p.train.steps, p.train.batch_size, p.train.lr) for p in presets} == {
+        (capacity.STEPS, capacity.BATCH, capacity.LR)}
+    for p in presets:
+        t = make_tunnel(**p.tunnel)
+        assert t.variant == "mqar" and t.n_pairs in capacity.PAIRS and p.model.n_positions == t.seq_len + 1
+    lstm, mamba = capacity.sweep_preset("lstm", 8, 32), capacity.sweep_preset("mamba", 8, 32)
+    assert capacity.state_numbers(lstm) == 2 * 32 * 2 and capacity.state_numbers(mamba) == 2 * 32 * 16 * 2
+    assert capacity.state_numbers(capacity.sweep_preset("transformer", 8, 32)) is None
+    with pytest.raises(ValueError, match="multiple of 16"):
+        capacity.sweep_preset("lstm", 8, 40)
+    with pytest.raises(ValueError, match="arch"):
+        capacity.sweep_preset("mlp", 8, 32)
+
+
+def test_a_tiny_sweep_runs_saves_loads_and_plots(tmp_path, monkeypatch):
+    monkeypatch.setenv("BWT_CACHE_DIR", str(tmp_path / "cache"))
+    rows = capacity.run_sweep(pairs=(2, 4), archs=("lstm",), widths=(16,), steps=2, episodes=8, log=lambda _: None)
+    assert [(r["arch"], r["n_pairs"], r["d_model"]) for r in rows] == [("lstm", 2, 16), ("lstm", 4, 16)]
+    assert all(0 <= r["accuracy"] <= 1 and r["episodes"] == 2 * capacity.BATCH for r in rows)
+    path = capacity.save_sweep(rows, tmp_path / "sweep.json", command="test")
+    assert capacity.load_sweep(path)["rows"] == json.loads(json.dumps(rows))
+    fig = capacity.plot_capacity(rows)
+    assert fig.axes[0].get_xlabel() == "stored pairs"
+    with pytest.raises(FileNotFoundError, match="capacity_sweep.py"):
+        capacity.load_sweep(tmp_path / "missing.json")
+
+
+def test_the_experiment_script_smoke_runs(tmp_path, monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    monkeypatch.setenv("BWT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(capacity, "PAIRS", (2,))
+    monkeypatch.setattr(capacity, "ARCHS", ("lstm",))
+    monkeypatch.setattr(capacity, "WIDTHS", (16,))
+    monkeypatch.setattr(capacity.run_sweep, "__defaults__", ((2,), ("lstm",), (16,)))
+    spec = importlib.util.spec_from_file_location("capacity_sweep", Path(__file__).parents[1] / "experiments" / "capacity_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "out.json"
+    assert mod.main(["--steps", "2", "--episodes", "8", "--out", str(out)]) == 0
+    assert len(capacity.load_sweep(out)["rows"]) == 1
