@@ -17,10 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from .checkpoints import load_or_train
 from .evaluate import evaluate
 from .presets import Preset, get_preset
+from .runtime.pool import train_presets
+from .models.mamba import D_STATE, EXPAND
 from .tunnels import make_tunnel
-from .validation import check_choice, check_int
+from .arguments import check_choice, check_int
 
 PAIRS = (4, 8, 16)  # stored pairs per episode (<= V = 16 keys)
 ARCHS = ("transformer", "lstm", "mamba")  # the architectures with a memory (the MLP has none)
@@ -54,8 +57,6 @@ def state_numbers(preset: Preset) -> int | None:
     if m.arch == "lstm":
         return 2 * m.d_model * m.n_layers
     if m.arch == "mamba":
-        from .models.mamba import D_STATE, EXPAND
-
         return EXPAND * m.d_model * D_STATE * m.n_layers
     return None
 
@@ -69,9 +70,6 @@ def run_sweep(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths
               steps: int = STEPS, episodes: int = 1024, jobs: int = 1,
               log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Train (into the cache; ``jobs`` at a time on the CPU) and evaluate every cell; one row per cell."""
-    from .checkpoints import load_or_train
-    from .train_pool import train_presets
-
     presets = sweep_presets(pairs, archs, widths, steps)
     if jobs > 1:
         train_presets(presets, jobs=jobs, log=log)
