@@ -129,6 +129,15 @@ class Table:
         return "\n".join(parts)
 
 
+def _paper_columns(paper_column: str | Sequence[str] | Mapping[str, str] | None) -> list[str]:
+    """The names of the paper's columns in :func:`table`'s ``paper_column`` argument."""
+    if paper_column is None:
+        return []
+    if isinstance(paper_column, str):
+        return [paper_column]
+    return list(paper_column.values() if isinstance(paper_column, Mapping) else paper_column)
+
+
 def table(
     rows: Iterable[Mapping[str, Any] | Sequence[Any]],
     columns: Sequence[str] | None = None,
@@ -171,14 +180,7 @@ def table(
                 raise ValueError(f"row {i} has {len(r)} values for {len(columns)} columns")
             table_rows.append(r)
 
-    if paper_column is None:
-        paper_cols: list[str] = []
-    elif isinstance(paper_column, str):
-        paper_cols = [paper_column]
-    elif isinstance(paper_column, Mapping):
-        paper_cols = list(paper_column.values())
-    else:
-        paper_cols = list(paper_column)
+    paper_cols = _paper_columns(paper_column)
     formats = dict(formats or {})
     text_cols = [text] if isinstance(text, str) else list(text or ())
     for name in [*paper_cols, *formats, *text_cols, *(paper_column.keys() if isinstance(paper_column, Mapping) else [])]:
