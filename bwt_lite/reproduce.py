@@ -227,14 +227,21 @@ def capacity_table(scales: Iterable[str] = SCALES, tunnels: Iterable[str] = PRIM
     rows = []
     for scale in scales:
         check_choice("scale", scale, SCALES)
+        shared = get_preset("bijection", "transformer", scale).model  # the size most tunnels' transformers share
         for tunnel in tunnels:
-            reference = _count(cell_preset(tunnel, "transformer", scale))
+            ref_preset = cell_preset(tunnel, "transformer", scale)
+            reference, ref = _count(ref_preset), ref_preset.model
             for arch in archs:
                 p = cell_preset(tunnel, arch, scale)
                 n = _count(p)
+                matched = HOW_MATCHED.get((arch, scale), "")
+                if scale == "paper" and arch != "transformer" and (ref.d_model, ref.n_layers) != (shared.d_model,
+                                                                                                  shared.n_layers):
+                    matched = (f"the other tunnels' paper size ({p.model.d_model} x {p.model.n_layers}), not matched "
+                               f"to this tunnel's {ref.d_model} x {ref.n_layers} transformer")
                 rows.append({"arch": arch, "tunnel": tunnel, "scale": scale, "d_model": p.model.d_model,
                              "n_layers": p.model.n_layers, "params": n, "transformer_params": reference,
-                             "ratio": n / reference, "matched": HOW_MATCHED.get((arch, scale), "")})
+                             "ratio": n / reference, "matched": matched})
     return rows
 
 
