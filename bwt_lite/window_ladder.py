@@ -39,7 +39,7 @@ def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any
     ws, values = ladder(rows, tunnel)
     models = [r for r in rows if r["tunnel"] == tunnel and r.get("kind", "model") == "model"]
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 4.0))
+        _, axes = plt.subplots(1, 2, figsize=(7.8, 3.4))  # the book column at 100 dpi
     colors = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
     for ax, metric in zip(axes, METRIC_LABELS):
         ax.plot(ws, values[metric], "ko-", label="window-w filter (exact, no state)")
