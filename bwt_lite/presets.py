@@ -240,6 +240,12 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("recall", "mamba", {}),
     ("regression", "lstm", {}),
     ("regression", "mamba", {}),
+    # the slow-mixing HMM (chapters 3, 6 and 10), every architecture on the same 320,000 episodes
+    ("hmm", "transformer", {"variant": "slow"}),
+    ("hmm", "mlp", {"variant": "slow"}),
+    ("hmm", "lstm", {"variant": "slow"}),
+    # the bijection transformer at the paper's 6 layers (the per-layer geometry of chapters 7-9)
+    ("bijection", "transformer", {"depth": "paper"}),
 )
 
 
