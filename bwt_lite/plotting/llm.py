@@ -9,6 +9,7 @@ import torch
 
 from ..llm.diagnostics import final_query_entropy
 from ..llm.probe import Probe
+from .style import finish
 
 
 def plot_layer_profiles(orth: dict[str, torch.Tensor], analytic: float, focusing: dict[str, torch.Tensor],
@@ -38,10 +39,7 @@ def plot_layer_profiles(orth: dict[str, torch.Tensor], analytic: float, focusing
     b.set_ylabel("entropy of the last token's attention (bits)")
     b.set_title("dynamic focusing")
     b.legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_value_manifold(summaries: dict, labels: dict[str, list[str]] | None = None, title: str = ""):
@@ -77,10 +75,7 @@ def plot_value_manifold(summaries: dict, labels: dict[str, list[str]] | None = N
         ax.set_title(n, fontsize=9)
         ax.set_xlabel("PC1")
         ax.set_ylabel("PC2")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_sula(h_bayes: torch.Tensor, h_model: torch.Tensor, k: torch.Tensor, pc1: torch.Tensor, title: str = ""):
@@ -100,10 +95,7 @@ def plot_sula(h_bayes: torch.Tensor, h_model: torch.Tensor, k: torch.Tensor, pc1
     a.legend(fontsize=7)
     b.set_xlabel("Bayes entropy (bits)")
     b.set_ylabel("PC1 of the last-token state")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_intervention(alphas: list[float], axis_h: list[float], random_h: list[float], base_h: float, title: str = ""):

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .style import ELIMINATED_COLOR, as_numpy, show_figure
+from .style import ELIMINATED_COLOR, as_numpy, finish, show_figure
 
 
 def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence[str] | None = None,
@@ -52,10 +52,7 @@ def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence
         ax.set_title(f"{tunnel} ({any_cell.get('primitive', '')})", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_accuracy_by_pairs(curves: dict[str, tuple[Sequence[int], Sequence[float]]], *, chance: float | None = None,

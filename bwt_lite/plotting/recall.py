@@ -15,7 +15,7 @@ from ..evaluate import recall_key_stats
 from ..metrics import entropy_bits
 from ..tunnels import Tunnel
 from .bayes import plot_prediction_vs_posterior
-from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, finish, show_figure
 
 
 # Chapter 4: binding (associative recall)
@@ -217,10 +217,7 @@ def plot_recall_breakdown(breakdowns: dict[str, Any], *, chance: float | None = 
         for r in range(3):
             axes[r, col].grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8, loc="center right")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_recall_step(

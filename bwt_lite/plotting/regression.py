@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ..metrics import gaussian_entropy_bits, gaussian_kl_bits
 from ..tunnels import Tunnel
-from .style import BAYES_COLOR, ELIMINATED_COLOR, as_numpy, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, as_numpy, finish, show_figure
 
 
 # Chapter 5: Bayesian linear regression (Gaussian predictives): plot_gaussian_errors_by_position,
@@ -48,10 +48,7 @@ def plot_gaussian_errors_by_position(curves: dict[str, dict[str, Sequence[float]
         ax.set_ylabel(name)
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_variance_by_position(var_model: dict[str, Any], var_bayes: Any, *, noise_var: float | None = None,

@@ -31,3 +31,11 @@ def show_figure(fig: Figure) -> None:
     """Show a widget's figure once and close it, so the cell does not draw it a second time at its end."""
     display(fig)
     plt.close(fig)
+
+
+def finish(fig: Figure, title: str = "") -> Figure:
+    """The last step of a multi-panel figure: its title (when ``title`` is given), a tight layout; returns it."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
