@@ -12,7 +12,7 @@ import torch
 
 from .arguments import check_int
 from .metrics import categorical_scores, entropy_mae, entropy_mae_of_means, gaussian_scores
-from .tunnels import Episodes, Tunnel
+from .tunnels import Episodes, Recall, Tunnel
 
 EVAL_SEED_BASE = 1_000_000_007
 
@@ -176,8 +176,6 @@ def recall_breakdown(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 204
     The episodes are the ones :func:`evaluate` uses for the same ``seed`` and ``batch_size``
     (generator seeded ``EVAL_SEED_BASE + seed``), so the overall accuracy equals its accuracy.
     """
-    from .tunnels import Recall
-
     if not isinstance(tunnel, Recall):
         raise ValueError(f"tunnel must be a recall tunnel (make_tunnel('recall', ...)), got {type(tunnel).__name__}")
     parts: dict[str, list[torch.Tensor]] = {}

@@ -198,7 +198,8 @@ CASES: list[Case] = [
 # The functions through which the commands start work. In-process cases replace each with one that
 # raises WorkStarted: a bad input must be refused before any of them is called.
 WORK: tuple[tuple[str, str], ...] = (
-    ("bwt_lite.cli", "train_and_save"), ("bwt_lite.cli", "load_or_train"), ("bwt_lite.cli", "evaluate"),
+    ("bwt_lite.cli.train_eval", "train_and_save"), ("bwt_lite.cli.train_eval", "load_or_train"),
+    ("bwt_lite.cli.train_eval", "evaluate"), ("bwt_lite.cli.runs", "train_and_save"),
     ("bwt_lite.checkpoints", "train_and_save"), ("bwt_lite.checkpoints", "load_or_train"),
     ("bwt_lite.checkpoints", "fit"), ("bwt_lite.train", "fit"), ("bwt_lite.checkpoints", "fetch_checkpoint"),
     ("bwt_lite.runtime.bench", "run"), ("bwt_lite.runtime.bench", "steps_per_second"), ("bwt_lite.runtime.bench", "benchmark_scan"),

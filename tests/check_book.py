@@ -57,7 +57,7 @@ MIN_SCALE = 0.86
 # Retina figures: two image pixels per CSS pixel (tolerance: a pixel of rounding).
 MIN_DENSITY = 2.0
 # A shrunk figure is a warning, not an error, while the package's own plotting functions
-# (bwt_lite/plots.py, geometry/plotting_*.py, llm/plots.py) still draw figures up to 15 inches wide;
+# (bwt_lite/plotting/) still draw figures up to 15 inches wide;
 # --strict (or True here) makes it an error once they fit the column.
 STRICT_FIGURE_WIDTH = False
 WARNING = "warning: "

@@ -109,12 +109,12 @@ def test_check_cache_dir_creates_a_marked_cache_and_leaves_nothing_else(isolated
 
 
 def test_allow_cpu_paper_prints_the_estimate_then_trains(monkeypatch, capsys):
-    from bwt_lite import cli
+    from bwt_lite.cli import train_eval
     from bwt_lite.runtime import bench
 
     monkeypatch.setattr(bench, "steps_per_second", lambda preset, *a, **kw: {"ms_per_step": 4000.0})
     trained = []
-    monkeypatch.setattr(cli, "train_and_save", lambda preset, **kw: (
+    monkeypatch.setattr(train_eval, "train_and_save", lambda preset, **kw: (
         trained.append(preset.name), (None, {"history": [], "train_steps": 50_000, "train_time_s": 1.0}))[1])
     assert main(["train", "bijection", "transformer", "--scale", "paper", "--device", "cpu", "--allow-cpu-paper"]) == 0
     err = capsys.readouterr().err
@@ -123,15 +123,16 @@ def test_allow_cpu_paper_prints_the_estimate_then_trains(monkeypatch, capsys):
 
 
 def test_eval_of_a_paper_preset_that_is_found_needs_no_flag(monkeypatch):
-    from bwt_lite import cli
+    from bwt_lite.cli import common, train_eval
 
     class Loaded(Exception):
         pass
 
     def load(preset, **kw):
         raise Loaded
-    monkeypatch.setattr(cli, "find_checkpoint", lambda preset: Path("found"))
-    monkeypatch.setattr(cli, "load_or_train", load)
+    for module in (common, train_eval):  # would_train (common) and cmd_eval (train_eval) both look
+        monkeypatch.setattr(module, "find_checkpoint", lambda preset: Path("found"))
+    monkeypatch.setattr(train_eval, "load_or_train", load)
     with pytest.raises(Loaded):  # reached loading: no --allow-cpu-paper asked for
         main(["eval", "bijection", "transformer", "--scale", "paper", "--device", "cpu"])
 

@@ -108,7 +108,7 @@ def _img_widths(html):
 
 
 def test_widgets_carry_a_static_view_of_their_current_setting(shell):
-    from bwt_lite.widgets import elimination_widget
+    from bwt_lite.plotting.bayes import elimination_widget
 
     w = elimination_widget(0, t=5)
     data, _ = shell.display_formatter.format(w)

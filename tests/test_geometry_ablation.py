@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from bwt_lite.evaluate import evaluate
 from bwt_lite.geometry.ablation import (format_head_ablation, format_layer_ablation, head_ablation,
                                         layer_ablation)
-from bwt_lite.geometry.plotting_attention import plot_head_ablation, plot_layer_ablation, plot_layer_ablation_curves
+from bwt_lite.plotting.attention import plot_head_ablation, plot_layer_ablation, plot_layer_ablation_curves
 from bwt_lite.models import ARCHS, ModelConfig, ablate_heads, build_model, bypass_layers, run_with_cache
 from bwt_lite.tunnels.bijection import Bijection
 from conftest import gen

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from bwt_lite.geometry.elimination import (CONSISTENT, ELIMINATED, FUTURE, KEY, ROLES, SELF, attention_entropy,
                                            attention_mass_split, bijection_roles, format_summary,
                                            progressive_elimination, qk_cosine, role_counts, role_evenness)
-from bwt_lite.geometry.plotting_attention import (elimination_scrub_widget, plot_attention_entropy,
+from bwt_lite.plotting.attention import (elimination_scrub_widget, plot_attention_entropy,
                                                   plot_attention_row, plot_qk_cosine, plot_role_mass,
                                                   plot_value_mass)
 from bwt_lite.models import ModelConfig, build_model

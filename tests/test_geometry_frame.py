@@ -11,7 +11,7 @@ from bwt_lite.geometry.frame import (DEFINITIONS, FrameDefinition, abs_cosine_st
                                      effective_dimension,
                                      expected_abs_cosine, format_frame_table, frame_table, hypothesis_keys,
                                      key_orthogonality, off_diagonal_cosine, random_init_model)
-from bwt_lite.geometry.plotting_attention import frame_widget, plot_frame_by_head, plot_key_cosines
+from bwt_lite.plotting.attention import frame_widget, plot_frame_by_head, plot_key_cosines
 from bwt_lite.models import ModelConfig, build_model, run_with_cache
 from bwt_lite.train import init_model
 from conftest import gen

@@ -8,9 +8,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bwt_lite import plots  # noqa: E402
+from bwt_lite import plotting as plots  # noqa: E402
 from bwt_lite.dynamics.gradients import free_score_descent  # noqa: E402
-from bwt_lite.widgets import routing_widget  # noqa: E402
+from bwt_lite.plotting.dynamics import routing_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 

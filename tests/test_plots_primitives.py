@@ -10,8 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bwt_lite import plots  # noqa: E402
-from bwt_lite.widgets import primitives_widget  # noqa: E402
+from bwt_lite import plotting as plots  # noqa: E402
+from bwt_lite.plotting.primitives import primitives_widget  # noqa: E402
 
 
 def row(tunnel, arch, h_model, h_bayes, accuracy=0.5):

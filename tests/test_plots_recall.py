@@ -12,12 +12,12 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bwt_lite import plots  # noqa: E402
+from bwt_lite import plotting as plots  # noqa: E402
 from bwt_lite.evaluate import RecallBreakdown, evaluate, recall_breakdown, recall_key_stats  # noqa: E402
 from bwt_lite.metrics import entropy_bits  # noqa: E402
 from bwt_lite.models import ModelConfig, build_model  # noqa: E402
 from bwt_lite.tunnels import make_tunnel  # noqa: E402
-from bwt_lite.widgets import recall_widget  # noqa: E402
+from bwt_lite.plotting.recall import recall_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 

@@ -9,11 +9,11 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bwt_lite import plots  # noqa: E402
+from bwt_lite import plotting as plots  # noqa: E402
 from bwt_lite.evaluate import evaluate  # noqa: E402
 from bwt_lite.models import ModelConfig, build_model  # noqa: E402
 from bwt_lite.tunnels import make_tunnel  # noqa: E402
-from bwt_lite.widgets import regression_widget  # noqa: E402
+from bwt_lite.plotting.regression import regression_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 

@@ -9,10 +9,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bwt_lite import plots  # noqa: E402
+from bwt_lite import plotting as plots  # noqa: E402
 from bwt_lite.metrics import entropy_bits  # noqa: E402
 from bwt_lite.tunnels import make_tunnel  # noqa: E402
-from bwt_lite.widgets import elimination_widget  # noqa: E402
+from bwt_lite.plotting.bayes import elimination_widget  # noqa: E402
 from conftest import gen  # noqa: E402
 
 
@@ -111,7 +111,7 @@ def test_widget_same_seed_same_episode(capsys):
 def test_chapter2_plots_and_prediction_widget():
     from bwt_lite.evaluate import evaluate
     from bwt_lite.models import ModelConfig, build_model
-    from bwt_lite.widgets import prediction_widget
+    from bwt_lite.plotting.bayes import prediction_widget
 
     tunnel = make_tunnel("bijection", V=6, L=5)
     model = build_model(ModelConfig(d_model=16, n_layers=1, n_heads=2, vocab_size=12, n_positions=10,
@@ -144,7 +144,7 @@ def _static_html(w):
 
 def test_prediction_widget_has_a_static_view_for_the_book():
     from bwt_lite.models import ModelConfig, build_model
-    from bwt_lite.widgets import prediction_widget
+    from bwt_lite.plotting.bayes import prediction_widget
 
     tunnel = make_tunnel("bijection", V=6, L=5)
     model = build_model(ModelConfig(d_model=16, n_layers=1, n_heads=2, vocab_size=12, n_positions=10,
@@ -158,7 +158,7 @@ def test_llm_attention_widget_has_a_static_view_for_the_book():
     pytest.importorskip("transformers")
     from bwt_lite.llm.offline import from_config, tiny_config
     from bwt_lite.llm.probe import probe
-    from bwt_lite.llm.widgets import attention_widget
+    from bwt_lite.plotting.llm import attention_widget
 
     model = from_config(tiny_config("gpt2", 64, d_model=32, n_layers=2, n_heads=4), seed=0)
     ids = torch.tensor([5, 9, 17, 9, 30, 2])
@@ -167,3 +167,17 @@ def test_llm_attention_widget_has_a_static_view_for_the_book():
     html = _static_html(w)  # the widget draws with plt.show(): the open figure is captured and closed
     assert "layer = 1" in html and html.count("<img ") == 1
     assert plt.get_fignums() == []
+
+
+def test_former_plotting_paths_name_the_same_objects():
+    """bwt_lite.plots, bwt_lite.widgets and bwt_lite.geometry.plotting_manifold re-export bwt_lite.plotting."""
+    import importlib
+
+    from bwt_lite import plotting
+
+    for old, new in (("bwt_lite.plots", "bwt_lite.plotting"), ("bwt_lite.widgets", "bwt_lite.plotting"),
+                     ("bwt_lite.geometry.plotting_manifold", "bwt_lite.plotting.manifold")):
+        module, target = importlib.import_module(old), importlib.import_module(new)
+        names = [n for n in vars(module) if not n.startswith("_") and n != "annotations"]
+        assert names and all(getattr(module, n) is getattr(target, n) for n in names), old
+    assert plotting.elimination_widget.__module__ == "bwt_lite.plotting.bayes"

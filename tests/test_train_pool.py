@@ -67,10 +67,10 @@ def test_reproduce_with_jobs_trains_in_the_pool_then_evaluates(monkeypatch):
 
 
 def test_ship_with_jobs_trains_the_missing_ones_into_the_shipped_folder(monkeypatch, tmp_path, capsys):
-    from bwt_lite import cli, presets
-    from bwt_lite.cli import main
+    from bwt_lite import presets
+    from bwt_lite.cli import main, runs
 
-    monkeypatch.setattr(cli, "SHIPPED_DIR", tmp_path / "shipped")
+    monkeypatch.setattr(runs, "SHIPPED_DIR", tmp_path / "shipped")
     monkeypatch.setattr(presets, "shipped_presets", lambda: [tiny("bijection", "mlp"), tiny("hmm", "lstm")])
     assert main(["ship", "--jobs", "2", "--no-progress"]) == 0
     out = capsys.readouterr().out

@@ -33,7 +33,7 @@ from torch import Tensor
 from ..arguments import check_int
 from ..evaluate import EVAL_SEED_BASE
 from ..metrics import LN2, entropy_bits
-from ..models import run_with_cache
+from ..models import build_model, run_with_cache
 from ..paper import Published, paper_figure
 from ..presets import Preset, get_preset
 from ..stats import first_step_at_or_below, mean_ci
@@ -350,8 +350,6 @@ def attention_stability(preset: Preset, states: list[tuple[int, dict[str, Tensor
     - ``routing``: the same for the query and key projections;
     - ``steps``.
     """
-    from ..models import build_model
-
     tunnel = make_tunnel(**preset.tunnel)
     ep = tunnel.sample(episodes, torch.Generator().manual_seed(EVAL_SEED_BASE + seed))
     model = build_model(preset.model)

@@ -1,8 +1,8 @@
 """Geometric diagnostics of trained wind-tunnel models (Paper I's geometric analysis; Paper III for language models), one module per family.
 
 Each diagnostic is a function returning numbers (a dataclass or dict); the plots and widgets are in
-:mod:`.plotting_attention` (frame, ablation, elimination) and :mod:`.plotting_manifold` (manifold,
-probes, dissociation, simplex). Activations are read through the models' hook points with
+:mod:`bwt_lite.plotting.attention` (frame, ablation, elimination) and :mod:`bwt_lite.plotting.manifold`
+(manifold, probes, dissociation, simplex). Activations are read through the models' hook points with
 :func:`bwt_lite.models.run_with_cache`.
 
 - :mod:`.frame`: layer-0 key orthogonality under every definition, beside random init and chance.

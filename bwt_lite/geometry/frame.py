@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..arguments import check_choice, check_int
+from ..train import init_model
 
 SOURCES = ("projected", "raw")
 HEADS = ("per_head", "concat")
@@ -207,8 +208,6 @@ class FrameResult:
 
 def random_init_model(model: nn.Module, seed: int) -> nn.Module:
     """The model as training started: the same config, weights drawn from ``seed``."""
-    from ..train import init_model
-
     check_int("seed", seed, 0)
     return init_model(model.cfg, seed).to(next(model.parameters()).device).eval()
 

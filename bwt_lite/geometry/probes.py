@@ -19,6 +19,7 @@ from torch import Tensor
 from ..arguments import check_choice, check_int
 from ..evaluate import EVAL_SEED_BASE
 from ..metrics import entropy_bits
+from ..models import run_with_cache
 from ..tunnels import Tunnel
 
 PROBE_TARGETS = ("posterior", "entropy")
@@ -103,8 +104,6 @@ def collect_hooks(model: torch.nn.Module, tunnel: Tunnel, names: list[str], epis
     (generator ``EVAL_SEED_BASE + seed``): ``({name: (episodes, P, d) float64}, probs (episodes, P, C),
     tokens)`` with ``tokens`` (episodes, P) the input token at each prediction position (None for
     float-feature tunnels)."""
-    from ..models import run_with_cache
-
     check_int("episodes", episodes, 1)
     gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
     was_training = model.training

@@ -17,6 +17,8 @@ from urllib.parse import urlparse
 
 import torch
 
+from .prompts import vocabulary
+
 DEFAULT_MODEL = "EleutherAI/pythia-160m"
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -75,8 +77,6 @@ def local_tokenizer(words: list[str] | None = None):
     memory: whitespace and punctuation split, ``[UNK]`` for anything else, ``<|endoftext|>`` as EOS."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
-
-    from .prompts import vocabulary
 
     words = vocabulary() if words is None else words
     specials = ["<|endoftext|>", "[UNK]"]

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .diagnostics import pca_summary
+from .probe import encode, last_token_states, model_parts
 from .prompts import LABEL_CANDIDATES, SULA_WORDS
 
 K_VALUES = (0, 1, 2, 4, 8)
@@ -135,8 +137,6 @@ def two_label_probability(logits: torch.Tensor, label_ids: tuple[int, int]) -> t
 
 def run_model(model, tokenizer, prompts: list[SulaPrompt], label_ids: tuple[int, int], accuracy: float = 0.9) -> SulaRun:
     """The model's label posterior and last-token states for every prompt."""
-    from .probe import encode, last_token_states
-
     ps, res, fin, mass = [], [], [], []
     for pr in prompts:
         r, f, logits = last_token_states(model, encode(tokenizer, pr.text))
@@ -202,8 +202,6 @@ class SulaMetrics:
 
 def evaluate(run: SulaRun) -> SulaMetrics:
     """Entropy MAEs, per-k table, calibration and the PC1-entropy correlation of one run."""
-    from .diagnostics import pca_summary
-
     hb, hp, hm = run.h_bayes, run.h_predictive, run.h_model
     rows = []
     for k in sorted(set(run.k.tolist())):
@@ -271,8 +269,6 @@ def intervene(model, tokenizer, prompts: list[SulaPrompt], label_ids: tuple[int,
     """The model's P(label 0) for each prompt when the last token's residual at ``axis.layer`` is edited:
     "remove" sets its component along the axis to that of ``axis.center``; "shift" adds ``alpha`` times
     ``axis.scale`` along it. ``direction`` replaces the axis direction (for a random-direction control)."""
-    from .probe import model_parts, encode
-
     if mode not in ("remove", "shift"):
         raise ValueError(f"mode must be 'remove' or 'shift', got {mode!r}")
     _, _, blocks, _, _ = model_parts(model)

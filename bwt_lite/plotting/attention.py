@@ -18,20 +18,15 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from torch import nn
 
-from .ablation import HeadAblation, LayerAblation
-from .elimination import ROLES, EliminationResult
-from .frame import DEFINITIONS, FrameResult, key_orthogonality, random_init_model
+from ..geometry.ablation import HeadAblation, LayerAblation
+from ..geometry.elimination import ROLES, EliminationResult
+from ..geometry.frame import DEFINITIONS, FrameResult, key_orthogonality, random_init_model
+from .style import show_figure
+
 
 ROLE_COLORS = {"self": "#7f7f7f", "key": "#1f77b4", "consistent": "#2ca02c", "eliminated": "#d62728",
                "future": "#dddddd"}
 TRAINED_COLOR, RANDOM_COLOR, ANALYTIC_COLOR = "#1f77b4", "#ff7f0e", "black"
-
-
-def _show(fig: Figure) -> None:
-    from IPython.display import display
-
-    display(fig)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -40,7 +35,7 @@ def _show(fig: Figure) -> None:
 
 def plot_key_cosines(result: FrameResult, head: int = 0, *, axes: Sequence[Axes] | None = None,
                      labels: Sequence[str] | None = None) -> Figure:
-    """The cosine matrix of the hypothesis keys of one head: trained beside random init."""
+    """The cosine matrix of the hypothesis keys of one head: trained beside random init. Used in chapter 7."""
     n_heads = result.cosines.shape[0]
     if not 0 <= head < n_heads:
         raise ValueError(f"head must be in 0..{n_heads - 1} for definition {result.definition}, got {head}")
@@ -73,6 +68,8 @@ def plot_frame_by_head(result: FrameResult, *, ax: Axes | None = None,
     """Per head: the trained statistic beside random init, with the analytic value as a line.
 
     ``paper``: published values, ``{label: value}`` drawn as a line, or ``{label: (low, high)}`` as a band.
+
+    Used in chapter 7.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(9, 3.4))
@@ -98,7 +95,10 @@ def plot_frame_by_head(result: FrameResult, *, ax: Axes | None = None,
 
 def frame_widget(model: nn.Module, *, seed: int, tokens: Sequence[int] | None = None,
                  labels: Sequence[str] | None = None) -> ipywidgets.interactive:
-    """Choose a definition, layer and head: the key cosine matrix of the trained model beside random init."""
+    """Choose a definition, layer and head: the key cosine matrix of the trained model beside random init.
+
+    Used in chapter 7.
+    """
     ref = random_init_model(model, seed)
     n_layers = len(model.backbone.blocks)
     n_heads = model.backbone.blocks[0].attn.n_heads
@@ -109,7 +109,7 @@ def frame_widget(model: nn.Module, *, seed: int, tokens: Sequence[int] | None = 
         print(f"{res.definition}, layer {layer}: trained {res.trained[h]:+.3f}, random init {res.random_init[h]:+.3f}, "
               f"analytic {res.analytic_exact:.3f} (dimension {res.dim})"
               + ("" if len(res.trained) > 1 else " (one key per token: the head slider does nothing)"))
-        _show(plot_key_cosines(res, h, labels=labels))
+        show_figure(plot_key_cosines(res, h, labels=labels))
 
     return ipywidgets.interactive(
         show,
@@ -128,6 +128,8 @@ def plot_head_ablation(result: HeadAblation, *, ax: Axes | None = None, paper: t
     """Entropy MAE with each head removed (one group of bars per ablated layer), intact MAE as a line.
 
     ``paper``: a published (low, high) range of ablated-head MAEs to shade.
+
+    Used in chapter 7.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(10, 3.4))
@@ -149,7 +151,7 @@ def plot_head_ablation(result: HeadAblation, *, ax: Axes | None = None, paper: t
 
 
 def plot_layer_ablation(result: LayerAblation, *, paper_ratio: float | None = None, ax: Axes | None = None) -> Figure:
-    """Error ratio (ablated / intact) per bypassed block, entropy MAE and KL, on a log scale."""
+    """Error ratio (ablated / intact) per bypassed block, entropy MAE and KL, on a log scale. Used in chapter 8."""
     if ax is None:
         fig, ax = plt.subplots(figsize=(6, 3.4))
     x = np.arange(len(result.mae))
@@ -170,7 +172,10 @@ def plot_layer_ablation(result: LayerAblation, *, paper_ratio: float | None = No
 
 def plot_layer_ablation_curves(result: LayerAblation, *, plateau: float | None = None, ax: Axes | None = None) -> Figure:
     """Entropy MAE per query step, intact and with each block bypassed (log scale); ``plateau``: a
-    reference level (e.g. the context-blind MLP's) as a dashed line."""
+    reference level (e.g. the context-blind MLP's) as a dashed line.
+
+    Used in chapter 8.
+    """
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 3.4))
     t = np.arange(len(result.baseline_per_position))
@@ -195,7 +200,10 @@ def plot_layer_ablation_curves(result: LayerAblation, *, plateau: float | None =
 def plot_role_mass(result: EliminationResult, roles: Sequence[str] = ("eliminated", "key", "self"), *,
                    axes: Sequence[Axes] | None = None, reference: EliminationResult | None = None) -> Figure:
     """Per layer (one panel each): the mass each query step puts on each role, heads averaged, with
-    the uniform-attention value dashed; ``reference`` (e.g. the random-init model) dotted."""
+    the uniform-attention value dashed; ``reference`` (e.g. the random-init model) dotted.
+
+    Used in chapter 8.
+    """
     L = result.n_layers
     if axes is None:
         fig, axes = plt.subplots(1, L, figsize=(5 * L + 2, 3.4), sharey=True, squeeze=False)
@@ -222,7 +230,10 @@ def plot_role_mass(result: EliminationResult, roles: Sequence[str] = ("eliminate
 
 def plot_attention_entropy(result: EliminationResult, *, ax: Axes | None = None,
                            reference: EliminationResult | None = None) -> Figure:
-    """Attention entropy (bits, mean over heads) per layer against the query step, beside uniform attention."""
+    """Attention entropy (bits, mean over heads) per layer against the query step, beside uniform attention.
+
+    Used in chapter 8.
+    """
     if ax is None:
         fig, ax = plt.subplots(figsize=(6, 3.4))
     t = np.arange(len(result.positions))
@@ -239,7 +250,10 @@ def plot_attention_entropy(result: EliminationResult, *, ax: Axes | None = None,
 
 
 def plot_qk_cosine(result: EliminationResult, *, head: int | None = None, axes: Sequence[Axes] | None = None) -> Figure:
-    """Query-key cosine heatmaps, one per layer (mean over heads, or one ``head``), query rows = token positions."""
+    """Query-key cosine heatmaps, one per layer (mean over heads, or one ``head``), query rows = token positions.
+
+    Used in chapter 8.
+    """
     L = result.n_layers
     if axes is None:
         fig, axes = plt.subplots(1, L, figsize=(5 * L, 4.4), squeeze=False)
@@ -256,7 +270,10 @@ def plot_qk_cosine(result: EliminationResult, *, head: int | None = None, axes: 
 
 
 def plot_value_mass(result: EliminationResult, *, ax: Axes | None = None) -> Figure:
-    """Mean attention weight on a revealed value's position, by value identity: one row per (layer, head)."""
+    """Mean attention weight on a revealed value's position, by value identity: one row per (layer, head).
+
+    Used in chapter 8.
+    """
     L, H, V = result.value_mass.shape
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 0.28 * L * H + 1.5))
@@ -274,7 +291,7 @@ def plot_value_mass(result: EliminationResult, *, ax: Axes | None = None) -> Fig
 
 def plot_attention_row(result: EliminationResult, step: int, layer: int, *, head: int | None = None,
                        ax: Axes | None = None) -> Figure:
-    """The example episode: where query step ``step`` attends in ``layer``, bars coloured by role."""
+    """The example episode: where query step ``step`` attends in ``layer``, bars coloured by role. Used in chapter 8."""
     ex = result.example
     if not ex:
         raise ValueError("the result holds no example episode")
@@ -306,7 +323,10 @@ def plot_attention_row(result: EliminationResult, step: int, layer: int, *, head
 
 def elimination_scrub_widget(result: EliminationResult, *, step: int = 6, layer: int = 0) -> ipywidgets.interactive:
     """Scrub the query step and the layer: where the example episode's query attends, coloured by role,
-    with the held-out averages of the mass on each role printed above."""
+    with the held-out averages of the mass on each role printed above.
+
+    Used in chapter 8.
+    """
     n_heads = result.mass.shape[1]
 
     def show(step: int, layer: int, head: int) -> None:
@@ -316,7 +336,7 @@ def elimination_scrub_widget(result: EliminationResult, *, step: int = 6, layer:
         uni = ", ".join(f"{r} {result.uniform_mass(r)[step].item():.3f}" for r in ("self", "key", "eliminated"))
         print(f"held-out mean mass ({result.episodes} episodes): {masses}")
         print(f"uniform attention would give: {uni}")
-        _show(plot_attention_row(result, step, layer, head=h))
+        show_figure(plot_attention_row(result, step, layer, head=h))
 
     return ipywidgets.interactive(
         show,

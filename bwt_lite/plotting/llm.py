@@ -1,15 +1,25 @@
-"""Figures for the language-model chapter. They draw numbers computed elsewhere and compute no science."""
+"""Chapter 12: figures of the pretrained language models and the attention widget (the last token's
+attention, layer by layer). They draw numbers computed elsewhere and compute no science.
+"""
 from __future__ import annotations
 
+import ipywidgets
 import matplotlib.pyplot as plt
 import torch
+
+from ..llm.diagnostics import final_query_entropy
+from ..llm.probe import Probe
+from .style import finish
 
 
 def plot_layer_profiles(orth: dict[str, torch.Tensor], analytic: float, focusing: dict[str, torch.Tensor],
                         max_bits: float, paper_range: tuple[float, float] | None = None,
                         authors_probe: float | None = None, title: str = ""):
     """Left: key orthogonality (mean |cos|) per layer for each model, the analytic random baseline, the
-    paper's range and the authors' embedding-only probe. Right: final-query attention entropy per layer."""
+    paper's range and the authors' embedding-only probe. Right: final-query attention entropy per layer.
+
+    Used in chapter 12.
+    """
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
     for name, v in orth.items():
         a.plot(range(len(v)), v.tolist(), marker="o", label=name)
@@ -29,15 +39,15 @@ def plot_layer_profiles(orth: dict[str, torch.Tensor], analytic: float, focusing
     b.set_ylabel("entropy of the last token's attention (bits)")
     b.set_title("dynamic focusing")
     b.legend(fontsize=7)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_value_manifold(summaries: dict, labels: dict[str, list[str]] | None = None, title: str = ""):
     """Left: PC1 and PC1+PC2 variance fractions with bootstrap intervals per prompt set. Right: the prompts
-    of each set on their own PC1-PC2 plane (colored by domain when ``labels`` gives one per prompt)."""
+    of each set on their own PC1-PC2 plane (colored by domain when ``labels`` gives one per prompt).
+
+    Used in chapter 12.
+    """
     fig, axes = plt.subplots(1, 1 + len(summaries), figsize=(4 + 3.6 * len(summaries), 3.6))
     a = axes[0]
     names = list(summaries)
@@ -65,15 +75,15 @@ def plot_value_manifold(summaries: dict, labels: dict[str, list[str]] | None = N
         ax.set_title(n, fontsize=9)
         ax.set_xlabel("PC1")
         ax.set_ylabel("PC2")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_sula(h_bayes: torch.Tensor, h_model: torch.Tensor, k: torch.Tensor, pc1: torch.Tensor, title: str = ""):
     """Left: the model's entropy against the Bayes entropy, one dot per prompt, colored by k. Right: PC1 of
-    the last-token state against the Bayes entropy."""
+    the last-token state against the Bayes entropy.
+
+    Used in chapter 12.
+    """
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
     for kv in sorted(set(k.tolist())):
         s = k == kv
@@ -85,14 +95,14 @@ def plot_sula(h_bayes: torch.Tensor, h_model: torch.Tensor, k: torch.Tensor, pc1
     a.legend(fontsize=7)
     b.set_xlabel("Bayes entropy (bits)")
     b.set_ylabel("PC1 of the last-token state")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return finish(fig, title)
 
 
 def plot_intervention(alphas: list[float], axis_h: list[float], random_h: list[float], base_h: float, title: str = ""):
-    """Mean model entropy (bits) when the last-token state is shifted along the entropy axis vs a random direction."""
+    """Mean model entropy (bits) when the last-token state is shifted along the entropy axis vs a random direction.
+
+    Used in chapter 12.
+    """
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     ax.plot(alphas, axis_h, marker="o", label="along the entropy axis")
     ax.plot(alphas, random_h, marker="s", label="along a random direction")
@@ -107,7 +117,7 @@ def plot_intervention(alphas: list[float], axis_h: list[float], random_h: list[f
 
 
 def plot_final_attention(attention: torch.Tensor, tokens: list[str], layer: int, entropy: float):
-    """The last token's attention over the prompt (mean over heads) at one layer."""
+    """The last token's attention over the prompt (mean over heads) at one layer. Used in chapter 12."""
     fig, ax = plt.subplots(figsize=(9, 2.8))
     ax.bar(range(len(tokens)), attention.tolist())
     ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
@@ -115,3 +125,23 @@ def plot_final_attention(attention: torch.Tensor, tokens: list[str], layer: int,
     ax.set_title(f"layer {layer}: the last token's attention (mean over heads), entropy {entropy:.2f} bits", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def attention_widget(p: Probe, tokens: list[str], layer: int = 0) -> ipywidgets.interactive:
+    """A slider over layers showing where the last token of a probed prompt attends (mean over heads) and
+    the mean entropy of its heads' attention. ``tokens``: the prompt's tokens, one per position.
+
+    Used in chapter 12.
+    """
+    if len(tokens) != p.input_ids.numel():
+        raise ValueError(f"tokens must have one entry per position ({p.input_ids.numel()}), got {len(tokens)}")
+    if not 0 <= layer < p.n_layers:
+        raise ValueError(f"layer must be in 0..{p.n_layers - 1}, got {layer}")
+    ent = final_query_entropy(p).mean(1)
+
+    def show(layer: int = layer):
+        plot_final_attention(p.attention[layer, :, -1].mean(0), tokens, layer, ent[layer].item())
+        plt.show()
+
+    return ipywidgets.interactive(show, layer=ipywidgets.IntSlider(value=layer, min=0, max=p.n_layers - 1,
+                                                                   description="layer"))

@@ -1,0 +1,220 @@
+"""Paper I's architecture cells (bijection, HMM, recall: each architecture against the paper's number
+and the tunnel's exact baselines) and the HMM's length generalisation."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable
+
+import torch
+
+from ..baselines import evaluate_baseline
+from ..checkpoints import find_checkpoint
+from ..evaluate import evaluate
+from ..models import build_model
+from ..paper import paper_figure, paper_value
+from ..presets import get_preset
+from ..reproduce import MARGIN, PRIMITIVES, compare_with_baselines, passes_threshold, realises, threshold_text
+from ..tunnels import make_tunnel
+from .catalogue import Claim
+from .context import Context, make_row, metrics_of
+from .rules import (ACCURACY_POINTS, FACTOR, LENGTHS, PARTLY, cell_verdict, jsonable, num, published_text,
+                    size_verdict, within_factor, within_points)
+
+
+def _cell(ctx: Context, cid: str, tunnel: str, arch: str, note: Callable[[dict[str, Any]], str] | None = None,
+          also: Callable[[float], bool] | None = None, paper_text: str | None = None) -> Claim:
+    """One (tunnel, architecture) cell: the paper's number against ours, with the tunnel's baselines.
+
+    ``note(details)``: a clause appended to the reason; ``also(ours_value)``: a second published size
+    that ours must match too (e.g. the abstract's beside the table's); ``paper_text``: the paper column.
+    """
+    pub = paper_value(tunnel, arch)
+    res = ctx.evaluate(tunnel, arch)
+    ours = metrics_of(res)
+    bases = ctx.baselines(tunnel)
+    is_acc = pub.unit == "% accuracy"
+    paper_metrics = {"accuracy": pub.value / 100.0} if is_acc else {"entropy_mae_bits": pub.value}
+    paper_succeeds = bool(passes_threshold(tunnel, paper_metrics))
+    comparison = compare_with_baselines(tunnel, ours, bases)
+    ours_realises = bool(realises(tunnel, ours, bases))
+    ours_passes = bool(passes_threshold(tunnel, ours))
+    # a success claim needs the primitive realised (baselines included); a failure claim is contradicted
+    # as soon as ours passes the tunnel's threshold
+    ours_succeeds = ours_realises if paper_succeeds else ours_passes
+    if is_acc:
+        ours_value = 100.0 * res.accuracy
+        size = within_points(ours_value, pub.value)
+        gap = f"{ours_value - pub.value:+.1f} points from the paper's {pub.value:g} %"
+        ours_text = f"{ours_value:.1f} % (entropy MAE {num(res.entropy_mae_bits)} bits)"
+    else:
+        ours_value = res.entropy_mae_bits
+        size = within_factor(ours_value, pub.value)
+        gap = f"{num(ours_value / pub.value)}x the paper's {pub.value:g}"
+        ours_text = f"{num(ours_value)} bits (KL {num(res.kl_bits)})"
+    size_also = True if also is None else bool(also(ours_value))
+    verdict = cell_verdict(paper_succeeds, ours_succeeds, size and size_also)
+    outside = f", outside the {FACTOR:g}x" if not is_acc else f", outside {ACCURACY_POINTS:g} points"
+    primitive, rule = PRIMITIVES[tunnel], threshold_text(tunnel)
+    bars = ", ".join(comparison["compared_with"])
+    if paper_succeeds and not ours_succeeds:
+        why = comparison["why"] or f"misses the threshold ({rule})"
+        reason = f"does not realise {primitive}: {why}"
+    elif paper_succeeds:
+        reason = f"realises {primitive} ({rule}, <= {MARGIN:g}x {bars}); {gap}" + ("" if size else outside)
+    elif ours_succeeds:
+        reason = f"the paper's fails but ours passes the threshold ({rule}): {ours_text}"
+    else:
+        reason = f"fails as the paper's does (misses {rule}); {gap}" + ("" if size else outside)
+    details = {"ours": ours, "paper": pub.value, "paper_unit": pub.unit, "paper_succeeds": paper_succeeds,
+               "ours_realises": ours_realises, "ours_passes_threshold": ours_passes, "size_holds": size,
+               "second_size_holds": None if also is None else size_also,
+               "baselines": bases, "bars": comparison["bars"], "episodes": ctx.budget.eval}
+    if note is not None:
+        reason += "; " + note(details)
+    return make_row(cid, paper=paper_text or f"{published_text(pub)} ({pub.source})", ours=ours_text, verdict=verdict,
+                    reason=reason, paper_value=pub.value, ours_value=ours_value, details=details)
+
+
+def rows_bijection(ctx: Context) -> list[Claim]:
+    t = ctx.tunnel("bijection")
+    V, L = t.V, t.L
+    plateau = sum(math.log2(V / (V - k)) for k in range(L)) / L  # a context-blind model's entropy MAE
+    lo, hi = paper_figure("bijection_text_low").value, paper_figure("bijection_text_high").value
+
+    def headline(d: dict[str, Any]) -> str:
+        mae = d["ours"]["entropy_mae_bits"]
+        paper_preset = get_preset("bijection", "transformer", "paper")
+        with torch.device("meta"):  # count the paper model's parameters without allocating its weights
+            n_paper = build_model(paper_preset.model).n_params
+        ours = ctx.model("bijection", "transformer")
+        where = "within" if within_factor(mae, hi) else "outside"
+        return (f"the abstract's {lo:g}-{hi:g} bits is {num(mae / hi)}x-{num(mae / lo)}x below ours, {where} the "
+                f"{FACTOR:g}x (the paper's "
+                f"{n_paper:,}-parameter model, {paper_preset.train.steps:,} steps; ours {ours.n_params:,} parameters, "
+                f"{ctx.preset('bijection', 'transformer').train.steps:,} steps)")
+
+    def mlp(d: dict[str, Any]) -> str:
+        return (f"ours sits at the context-blind plateau {plateau:.3f} bits (the authors' own control measures it "
+                f"too); the published {d['paper']:g} lies above that plateau")
+
+    table = paper_value("bijection", "transformer")
+    return [_cell(ctx, "bijection-headline", "bijection", "transformer", headline,
+                  also=lambda mae: within_factor(mae, hi),  # the abstract's range, at its nearer end
+                  paper_text=f"{lo:g}-{hi:g} bits ({paper_figure('bijection_text_low').source}); "
+                             f"{published_text(table)} ({table.source})"),
+            _cell(ctx, "bijection-mlp", "bijection", "mlp", mlp),
+            _cell(ctx, "bijection-lstm", "bijection", "lstm"),
+            _cell(ctx, "bijection-mamba", "bijection", "mamba")]
+
+
+def _window(bases: dict[str, dict[str, Any]], name: str = "window-2") -> str:
+    b = bases[name]
+    return f"{name} scores {num(b['entropy_mae_bits'])} bits (KL {num(b['kl_bits'])})"
+
+
+def rows_hmm(ctx: Context) -> list[Claim]:
+    table = paper_figure("hmm_transformer_table")
+
+    def transformer(d: dict[str, Any]) -> str:
+        bases = d["baselines"]
+        two = {"window-2": bases["window-2"]}
+        beats = compare_with_baselines("hmm", d["ours"], two)["beats"] is True
+        table_beats = compare_with_baselines("hmm", {"entropy_mae_bits": table.value}, two)["beats"] is True
+        return (f"beats window-2: {'yes' if beats else 'no'} ({_window(bases)}; needs <= {MARGIN:g}x in both); "
+                f"the architecture table's {table.value:g} "
+                f"{'would beat it' if table_beats else 'would not beat it either'}")
+
+    def mamba(d: dict[str, Any]) -> str:
+        paper_beats = compare_with_baselines("hmm", {"entropy_mae_bits": d["paper"]}, d["baselines"])["beats"] is True
+        mae, w0 = d["ours"]["entropy_mae_bits"], d["baselines"]["window-0"]["entropy_mae_bits"]
+        where = ("stays near the uniform belief" if mae > 0.9 * w0 else
+                 f"leaves the uniform belief (window-0: {num(w0)} bits)")
+        return (f"ours {where}; the paper's {d['paper']:g} "
+                f"{'would beat' if paper_beats else 'would not beat'} window-2 either ({_window(d['baselines'])})")
+
+    text = paper_value("hmm", "transformer")
+    rows = [_cell(ctx, "hmm-transformer", "hmm", "transformer", transformer,
+                  paper_text=f"{published_text(text)} (text: {text.source}); {published_text(table)} ({table.source})"),
+            _cell(ctx, "hmm-mlp", "hmm", "mlp"),
+            _cell(ctx, "hmm-lstm", "hmm", "lstm"),
+            _cell(ctx, "hmm-mamba", "hmm", "mamba", mamba)]
+    return [_with_slow_hmm(ctx, row, arch) for row, arch in zip(rows, ("transformer", "mlp", "lstm", "mamba"))]
+
+
+def _with_slow_hmm(ctx: Context, row: Claim, arch: str) -> Claim:
+    """Add the slow-mixing HMM's evidence to an HMM cell: there a window needs 8 symbols to come within
+    0.01 bits of the exact filter, so beating the 4-symbol window tests transport where the default
+    HMM cannot. A success claim that our model misses on the default HMM but realises on the slow
+    one is "partly" reproduced. No-op when the slow variant's checkpoint is not there."""
+    if find_checkpoint(ctx.preset("hmm-slow", arch)) is None:
+        return row
+    ours, bases = metrics_of(ctx.evaluate("hmm-slow", arch)), ctx.baselines("hmm-slow")
+    done = bool(realises("hmm-slow", ours, bases))
+    w4 = bases["window-4"]
+    reason = (f"{row.reason}; slow-mixing HMM (no published number): {num(ours['entropy_mae_bits'])} bits "
+              f"(KL {num(ours['kl_bits'])}) against window-4 {num(w4['entropy_mae_bits'])} "
+              f"(KL {num(w4['kl_bits'])}): transport {'realised' if done else 'not realised'} there")
+    partly = row.details.get("paper_succeeds") and not row.details.get("ours_realises") and done
+    return replace(row, reason=reason, verdict=PARTLY if partly else row.verdict,
+                   details={**row.details, "slow_hmm": jsonable({"ours": ours, "realises": done, "window-4": w4})})
+
+
+def rows_recall(ctx: Context) -> list[Claim]:
+    V = ctx.tunnel("recall").V
+
+    def lstm(d: dict[str, Any]) -> str:
+        return f"chance is 1/V = {100 / V:.2f} % in our task (V = {V}); the paper's task sizes are unpublished"
+
+    return [_cell(ctx, "recall-transformer", "recall", "transformer"),
+            _cell(ctx, "recall-mamba", "recall", "mamba"),
+            _cell(ctx, "recall-lstm", "recall", "lstm", lstm)]
+
+
+def rows_length(ctx: Context) -> list[Claim]:
+    """HMM length generalisation: means over all K positions (the paper's), and past position 20
+    against the window filters' errors at the same positions (does it still transport?)."""
+
+    model = ctx.model("hmm", "transformer")
+    base_cfg = ctx.preset("hmm", "transformer").tunnel
+    trained = int(base_cfg["K"])  # the training length; positions past it were never seen in training
+    n = ctx.budget.long
+    per: dict[int, dict[str, Any]] = {}
+    for K in LENGTHS:
+        t = make_tunnel(**{**base_cfg, "K": K})
+        res = evaluate(model, t, episodes=n, seed=0, device=ctx.device)
+        e, kl = res.per_position["entropy_mae"], res.per_position["kl"]
+        past = slice(trained, None)
+        mean = lambda v: sum(v) / len(v)  # noqa: E731
+        windows = {}
+        for w in range(3):  # the reference windows of the transport rule (bwt_lite.reproduce.REFERENCES)
+            b = evaluate_baseline(t, f"window-{w}", episodes=n, seed=0, device=ctx.device)
+            windows[f"window-{w}"] = {"mae_past": mean(b.per_position["entropy_mae"][past]),
+                                      "kl_past": mean(b.per_position["kl"][past])}
+        best_mae = min(windows.values(), key=lambda r: r["mae_past"])
+        best_kl = min(windows.values(), key=lambda r: r["kl_past"])
+        best_name = min(windows, key=lambda w: windows[w]["mae_past"])
+        past_mae, past_kl = mean(e[past]), mean(kl[past])
+        per[K] = {"mae_all": res.entropy_mae_bits, "mae_in_range": mean(e[:trained]), "mae_past": past_mae,
+                  "kl_past": past_kl, "windows_past": windows, "paper": paper_figure(f"hmm_length_k{K}").value,
+                  "transports": past_mae <= MARGIN * best_mae["mae_past"] and past_kl <= MARGIN * best_kl["kl_past"],
+                  "best_window": best_name, "best_window_mae_past": best_mae["mae_past"]}
+    direction = all(p["transports"] for p in per.values())
+    size = all(within_factor(p["mae_all"], p["paper"]) for p in per.values())
+    verdict = size_verdict(direction, size)
+    k_hi = LENGTHS[-1]
+    p = per[k_hi]
+    parts = [f"K={K}: all positions {num(v['mae_all'])} bits ({num(v['mae_all'] / v['paper'])}x the paper's)"
+             for K, v in per.items()]
+    reason = "; ".join(parts) + (
+        f"; past position {trained} at K={k_hi}: {num(p['mae_past'])} bits per position vs "
+        f"{num(p['mae_in_range'])} in range; the window filters there: "
+        + ", ".join(f"{w} {num(v['mae_past'])}" for w, v in p["windows_past"].items())
+        + f" (to still transport, ours must be <= {MARGIN:g}x {p['best_window']}'s, MAE and KL: "
+        f"{'it is' if p['transports'] else 'it is not'})")
+    paper_text = ", ".join(f"K={K}: {per[K]['paper']:g} bits" for K in LENGTHS) + " (means over all positions)"
+    ours_text = ", ".join(f"K={K}: {num(per[K]['mae_all'])}" for K in LENGTHS) + (
+        f" bits; past {trained}: {num(p['mae_past'])} bits/position at K={k_hi}")
+    return [make_row("hmm-length", paper=paper_text, ours=ours_text, verdict=verdict, reason=reason,
+                     paper_value=per[k_hi]["paper"], ours_value=per[k_hi]["mae_all"],
+                     details={"per_length": per, "episodes": n, "trained_length": trained})]

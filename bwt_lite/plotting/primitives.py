@@ -1,0 +1,109 @@
+"""Chapter 6: three primitives across architectures: figures and the primitives widget.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import ipywidgets
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .style import ELIMINATED_COLOR, as_numpy, finish, show_figure
+
+
+def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence[str] | None = None,
+                            archs: Sequence[str] | None = None, error: bool = False, title: str = "") -> Figure:
+    """One panel per tunnel: each architecture's mean predictive entropy per position beside Bayes'
+    (or, with ``error``, its entropy MAE per position).
+
+    ``rows``: the rows of :func:`bwt_lite.reproduce.reproduce` (``per_position`` with ``h_model``,
+    ``h_bayes``, ``entropy_mae``); ``tunnels`` and ``archs`` select and order the panels and curves.
+
+    Used in chapter 6.
+    """
+    tunnels = list(dict.fromkeys(r["tunnel"] for r in rows)) if tunnels is None else list(tunnels)
+    archs = list(dict.fromkeys(r["arch"] for r in rows)) if archs is None else list(archs)
+    if not tunnels:
+        raise ValueError("rows has no cells to draw")
+    ncols = min(len(tunnels), 2)
+    nrows = (len(tunnels) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 3.4 * nrows), squeeze=False)
+    for ax in axes.flat[len(tunnels):]:
+        ax.set_visible(False)
+    for ax, tunnel in zip(axes.flat, tunnels):
+        cells = {r["arch"]: r for r in rows if r["tunnel"] == tunnel and r["arch"] in archs}
+        if not cells:
+            ax.set_title(f"{tunnel}: no cells")
+            continue
+        first = next(iter(cells.values()))["per_position"]
+        t = np.arange(len(first["h_bayes"]))
+        if not error:
+            ax.plot(t, as_numpy(first["h_bayes"]), "--", color="black", lw=2.5, label="Bayes (exact)")
+        for arch in archs:
+            if arch in cells:
+                pp = cells[arch]["per_position"]
+                ax.plot(t, as_numpy(pp["entropy_mae" if error else "h_model"]), "o-", ms=3, lw=1, label=arch)
+        any_cell = next(iter(cells.values()))
+        gaussian = any_cell["accuracy"] is None
+        ax.set_ylabel(("entropy MAE" if error else "mean entropy") + (" (bits, differential)" if gaussian else " (bits)"))
+        ax.set_xlabel("prediction position")
+        ax.set_title(f"{tunnel} ({any_cell.get('primitive', '')})", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return finish(fig, title)
+
+
+def plot_accuracy_by_pairs(curves: dict[str, tuple[Sequence[int], Sequence[float]]], *, chance: float | None = None,
+                           ax: Axes | None = None, title: str = "") -> Figure:
+    """Accuracy on recalled keys against the number of stored pairs, one line per model.
+
+    ``curves`` maps a label to ``(n_pairs, accuracy)``; ``chance`` draws the 1/V line.
+
+    Used in chapter 6.
+    """
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.6))
+    for label, (n, acc) in curves.items():
+        ax.plot(as_numpy(n), as_numpy(acc), "o-", ms=4, label=label)
+    if chance is not None:
+        ax.axhline(chance, color=ELIMINATED_COLOR, ls=":", label="chance (1/V)")
+    ax.set_xlabel("stored pairs")
+    ax.set_ylabel("accuracy on recalled keys")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title or "Binding as the number of stored pairs grows", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def primitives_widget(rows: list[dict], tunnel: str | None = None, error: bool = False) -> ipywidgets.interactive:
+    """Browse the primitives table: for one tunnel, each architecture's entropy (or entropy error)
+    per position beside Bayes', with its row of the table.
+
+    ``rows``: the rows of :func:`bwt_lite.reproduce.reproduce`. Controls: the tunnel, which
+    architectures to draw, and entropy vs error.
+
+    Used in chapter 6.
+    """
+    tunnels = list(dict.fromkeys(r["tunnel"] for r in rows))
+    archs = list(dict.fromkeys(r["arch"] for r in rows))
+    if not tunnels:
+        raise ValueError("rows has no cells")
+    tunnel = tunnels[0] if tunnel is None else tunnel
+    if tunnel not in tunnels:
+        raise ValueError(f"tunnel must be one of {tunnels}, got {tunnel!r}")
+
+    def show(tunnel: str, archs: tuple[str, ...], error: bool) -> None:
+        for r in rows:
+            if r["tunnel"] == tunnel and r["arch"] in archs:
+                acc = "" if r["tunnel"] != "recall" else f", accuracy on recalled keys {r['accuracy']:.1%}"
+                print(f"{r['arch']:<12} entropy MAE {r['entropy_mae_bits']:.4f} bits, KL {r['kl_bits']:.4f}{acc}"
+                      f" -> realises {r['primitive']}: {'yes' if r['realises'] else 'no'}")
+        fig = plot_primitives_entropy(rows, tunnels=[tunnel], archs=list(archs), error=error)
+        show_figure(fig)
+
+    return ipywidgets.interactive(
+        show, tunnel=ipywidgets.Dropdown(options=tunnels, value=tunnel, description="tunnel"),
+        archs=ipywidgets.SelectMultiple(options=archs, value=tuple(archs), description="architectures"),
+        error=ipywidgets.Checkbox(value=error, description="entropy error instead of entropy"))
