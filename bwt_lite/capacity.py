@@ -99,25 +99,3 @@ def load_sweep(path: Path | str = DATA_FILE) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/capacity_sweep.py to create it")
     return json.loads(path.read_text())
-
-
-def plot_capacity(rows: Sequence[dict[str, Any]], ax: Any = None) -> Any:
-    """Accuracy against stored pairs, one line per (architecture, width). Used in chapter 6."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.0))
-    colors = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
-    for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
-        pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
-        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o", color=colors.get(arch),
-                linestyle="-" if d == max(r["d_model"] for r in rows) else "--", label=f"{arch}, d={d}")
-    pairs = sorted({r["n_pairs"] for r in rows})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(pairs, [str(p) for p in pairs])
-    ax.set_xlabel("stored pairs")
-    ax.set_ylabel("query accuracy (%)")
-    ax.set_ylim(0, 102)
-    ax.set_title("Binding capacity (MQAR, equal training budget)")
-    ax.legend(fontsize="small")
-    return ax.figure

@@ -244,6 +244,7 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("hmm", "transformer", {"variant": "slow"}),
     ("hmm", "mlp", {"variant": "slow"}),
     ("hmm", "lstm", {"variant": "slow"}),
+    ("hmm", "mamba", {"variant": "slow"}),
     # the bijection transformer at the paper's 6 layers (the per-layer geometry of chapters 7-9)
     ("bijection", "transformer", {"depth": "paper"}),
 )

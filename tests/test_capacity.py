@@ -5,6 +5,7 @@ import matplotlib
 import pytest
 
 from bwt_lite import capacity
+from bwt_lite.plotting import plot_capacity
 from bwt_lite.tunnels import make_tunnel
 
 matplotlib.use("Agg")
@@ -35,7 +36,7 @@ def test_a_tiny_sweep_runs_saves_loads_and_plots(tmp_path, monkeypatch):
     assert all(0 <= r["accuracy"] <= 1 and r["episodes"] == 2 * capacity.BATCH for r in rows)
     path = capacity.save_sweep(rows, tmp_path / "sweep.json", command="test")
     assert capacity.load_sweep(path)["rows"] == json.loads(json.dumps(rows))
-    fig = capacity.plot_capacity(rows)
+    fig = plot_capacity(rows)
     assert fig.axes[0].get_xlabel() == "stored pairs"
     with pytest.raises(FileNotFoundError, match="capacity_sweep.py"):
         capacity.load_sweep(tmp_path / "missing.json")

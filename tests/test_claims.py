@@ -207,7 +207,8 @@ def test_fast_scorecard_robust_verdicts(fast_rows):
     assert row["hmm-transformer"].verdict == C.NOT_REPRODUCED  # the 2-symbol window filter beats it
     assert "beats window-2: no" in row["hmm-transformer"].reason
     assert row["keys-orthogonal"].verdict == C.NOT_REPRODUCED  # less orthogonal than at random init
-    assert row["layer-ablation"].verdict == C.REPRODUCED
+    # the shipped 6-layer model: its last block does almost nothing when bypassed (about 1x, not > 10x)
+    assert row["layer-ablation"].verdict == C.NOT_REPRODUCED and "6-layer lite model" in row["layer-ablation"].reason
     # offline, Paper III's claims need a pretrained model that is not here: never decided on a stand-in
     for cid in ("llm-keys-orthogonal", "llm-attention-focusing", "llm-value-manifold", "llm-sula"):
         assert row[cid].verdict == C.NOT_TESTABLE and row[cid].ours_value is None

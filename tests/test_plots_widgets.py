@@ -167,17 +167,3 @@ def test_llm_attention_widget_has_a_static_view_for_the_book():
     html = _static_html(w)  # the widget draws with plt.show(): the open figure is captured and closed
     assert "layer = 1" in html and html.count("<img ") == 1
     assert plt.get_fignums() == []
-
-
-def test_former_plotting_paths_name_the_same_objects():
-    """bwt_lite.plots, bwt_lite.widgets and bwt_lite.geometry.plotting_manifold re-export bwt_lite.plotting."""
-    import importlib
-
-    from bwt_lite import plotting
-
-    for old, new in (("bwt_lite.plots", "bwt_lite.plotting"), ("bwt_lite.widgets", "bwt_lite.plotting"),
-                     ("bwt_lite.geometry.plotting_manifold", "bwt_lite.plotting.manifold")):
-        module, target = importlib.import_module(old), importlib.import_module(new)
-        names = [n for n in vars(module) if not n.startswith("_") and n != "annotations"]
-        assert names and all(getattr(module, n) is getattr(target, n) for n in names), old
-    assert plotting.elimination_widget.__module__ == "bwt_lite.plotting.bayes"

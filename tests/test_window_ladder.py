@@ -2,7 +2,8 @@
 import matplotlib
 import pytest
 
-from bwt_lite.window_ladder import ladder, plot_window_ladder, window_equivalent
+from bwt_lite.plotting import plot_window_ladder
+from bwt_lite.window_ladder import ladder, window_equivalent
 
 matplotlib.use("Agg")
 

@@ -117,7 +117,7 @@ def rows_elimination(ctx: Context) -> list[Claim]:
     failing = [i for i, r in enumerate(ratios) if r <= claim]
     reason = (f"bypassing each of the {len(ratios)} blocks: {', '.join(times(r) for r in ratios)} (criterion > "
               f"{claim:g}x{'; blocks ' + str(failing) + ' fail it' if failing else ''}); "
-              f"{which}, against the paper's {paper_layers} layers; the HMM's {hmm_which}, "
+              f"{which}, against the paper's {paper_layers} layers; on the HMM, {hmm_which}, "
               f"which {'beats' if hmm_beats else 'does not beat'} window-2, gives "
               f"{', '.join(times(r) for r in la_hmm.error_ratio)}")
     layers = make_row("layer-ablation", paper=f"> {claim:g}x for every layer",

@@ -10,6 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..window_ladder import METRIC_LABELS, ladder
 from .style import ELIMINATED_COLOR, as_numpy, finish, show_figure
 
 
@@ -107,3 +108,52 @@ def primitives_widget(rows: list[dict], tunnel: str | None = None, error: bool =
         show, tunnel=ipywidgets.Dropdown(options=tunnels, value=tunnel, description="tunnel"),
         archs=ipywidgets.SelectMultiple(options=archs, value=tuple(archs), description="architectures"),
         error=ipywidgets.Checkbox(value=error, description="entropy error instead of entropy"))
+
+
+def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any = None) -> Any:
+    """Entropy MAE and KL of each window (dots) and of each model (horizontal lines), log scale;
+    ``rows``: the rows of :func:`bwt_lite.reproduce.reproduce` (models and baselines).
+
+    Used in chapter 6.
+    """
+    ws, values = ladder(rows, tunnel)
+    models = [r for r in rows if r["tunnel"] == tunnel and r.get("kind", "model") == "model"]
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(7.8, 3.4))  # the book column at 100 dpi
+    colors = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
+    for ax, metric in zip(axes, METRIC_LABELS):
+        ax.plot(ws, values[metric], "ko-", label="window-w filter (exact, no state)")
+        for r in models:
+            ax.axhline(r[metric], color=colors.get(r["arch"], "C1"), linestyle="--", label=r["arch"])
+        ax.set_yscale("log")
+        ax.set_xlabel("window w (symbols the filter reads)")
+        ax.set_ylabel(METRIC_LABELS[metric])
+        ax.set_xticks(ws)
+    axes[0].legend(fontsize="small")
+    axes[0].figure.suptitle(f"{tunnel}: the window ladder and the models")
+    axes[0].figure.tight_layout()
+    return axes[0].figure
+
+
+def plot_capacity(rows: Sequence[dict[str, Any]], ax: Any = None) -> Any:
+    """Accuracy against stored pairs, one line per (architecture, width); ``rows``: those of
+    :func:`bwt_lite.capacity.run_sweep` (or ``load_sweep()["rows"]``).
+
+    Used by ``experiments/capacity_sweep.py`` (no chapter yet).
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    colors = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
+    for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
+        pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
+        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o", color=colors.get(arch),
+                linestyle="-" if d == max(r["d_model"] for r in rows) else "--", label=f"{arch}, d={d}")
+    pairs = sorted({r["n_pairs"] for r in rows})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(pairs, [str(p) for p in pairs])
+    ax.set_xlabel("stored pairs")
+    ax.set_ylabel("query accuracy (%)")
+    ax.set_ylim(0, 102)
+    ax.set_title("Binding capacity (MQAR, equal training budget)")
+    ax.legend(fontsize="small")
+    return ax.figure
