@@ -21,7 +21,7 @@ from torch import nn
 from ..geometry.ablation import HeadAblation, LayerAblation
 from ..geometry.elimination import ROLES, EliminationResult
 from ..geometry.frame import DEFINITIONS, FrameResult, key_orthogonality, random_init_model
-from .style import show_figure
+from .style import panels, show_figure
 
 
 ROLE_COLORS = {"self": "#7f7f7f", "key": "#1f77b4", "consistent": "#2ca02c", "eliminated": "#d62728",
@@ -40,14 +40,14 @@ def plot_key_cosines(result: FrameResult, head: int = 0, *, axes: Sequence[Axes]
     if not 0 <= head < n_heads:
         raise ValueError(f"head must be in 0..{n_heads - 1} for definition {result.definition}, got {head}")
     if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+        fig, axes = panels(2, height=3.8, layout="constrained")
     fig = axes[0].figure
     signed = result.definition.endswith("signed")
     for ax, mat, vals, name in ((axes[0], result.cosines, result.trained, "trained"),
                                 (axes[1], result.cosines_random, result.random_init, "random init")):
         im = ax.imshow(mat[head].numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
         stat = "mean cos" if signed else "mean |cos|"
-        ax.set_title(f"{name}: {stat} off-diagonal {vals[head]:+.3f}", fontsize=10)
+        ax.set_title(f"{name}:\n{stat} off-diagonal {vals[head]:+.3f}", fontsize=10)
         n = mat.shape[-1]
         ticks = np.arange(n)
         ax.set_xticks(ticks[:: max(1, n // 10)])
@@ -72,7 +72,7 @@ def plot_frame_by_head(result: FrameResult, *, ax: Axes | None = None,
     Used in chapter 7.
     """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 3.4))
+        fig, ax = panels(1, height=3.4)
     h = np.arange(len(result.trained))
     ax.bar(h - 0.2, result.trained, 0.4, color=TRAINED_COLOR, label="trained")
     ax.bar(h + 0.2, result.random_init, 0.4, color=RANDOM_COLOR, label="random init (same seed)")
@@ -132,7 +132,7 @@ def plot_head_ablation(result: HeadAblation, *, ax: Axes | None = None, paper: t
     Used in chapter 7.
     """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 3.4))
+        fig, ax = panels(1, height=3.4)
     n_heads = result.mae.shape[1]
     width = 0.8 / len(result.layers)
     for i, layer in enumerate(result.layers):
@@ -153,7 +153,7 @@ def plot_head_ablation(result: HeadAblation, *, ax: Axes | None = None, paper: t
 def plot_layer_ablation(result: LayerAblation, *, paper_ratio: float | None = None, ax: Axes | None = None) -> Figure:
     """Error ratio (ablated / intact) per bypassed block, entropy MAE and KL, on a log scale. Used in chapter 8."""
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3.4))
+        fig, ax = panels(1, width=6, height=3.4)
     x = np.arange(len(result.mae))
     ax.bar(x - 0.2, result.error_ratio, 0.4, label="entropy MAE ratio")
     ax.bar(x + 0.2, result.kl_ratio, 0.4, label="KL ratio")
@@ -177,7 +177,7 @@ def plot_layer_ablation_curves(result: LayerAblation, *, plateau: float | None =
     Used in chapter 8.
     """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(7, 3.4))
+        fig, ax = panels(1, width=7, height=3.4)
     t = np.arange(len(result.baseline_per_position))
     ax.plot(t, result.baseline_per_position, "-o", ms=3, color="black", label="intact")
     for i, curve in enumerate(result.per_position):
@@ -205,9 +205,10 @@ def plot_role_mass(result: EliminationResult, roles: Sequence[str] = ("eliminate
     Used in chapter 8.
     """
     L = result.n_layers
-    if axes is None:
-        fig, axes = plt.subplots(1, L, figsize=(5 * L + 2, 3.4), sharey=True, squeeze=False)
-        axes = axes[0]
+    own = axes is None
+    if own:
+        _, axes = panels(L, width=5.5 * L, height=3.0, sharey=True, layout="constrained")
+        axes = np.atleast_1d(axes)
     t = np.arange(len(result.positions))
     for layer, ax in enumerate(axes):
         for role in roles:
@@ -220,12 +221,18 @@ def plot_role_mass(result: EliminationResult, roles: Sequence[str] = ("eliminate
         ax.set_xlabel("query step t (pairs revealed)")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("attention mass (mean over heads)")
-    extra = "\ndotted: random init" if reference is not None else ""
-    axes[-1].legend(fontsize=8, frameon=False, title=f"solid: trained\ndashed: uniform attention{extra}",
-                    title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    axes[0].figure.tight_layout()
-    return axes[0].figure
+        if layer == 0 or (own and layer % 2 == 0):  # the first panel of each row
+            ax.set_ylabel("attention mass (mean over heads)")
+    fig = axes[0].figure
+    styles = "solid: trained, dashed: uniform attention" + (", dotted: random init" if reference is not None else "")
+    if own:  # one legend above the grid
+        fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside upper center", ncols=len(roles), fontsize=8,
+                   frameon=False, title=styles, title_fontsize=8)
+    else:
+        axes[-1].legend(fontsize=8, frameon=False, title=styles.replace(", ", "\n"), title_fontsize=8,
+                        loc="upper left", bbox_to_anchor=(1.01, 1))
+        fig.tight_layout()
+    return fig
 
 
 def plot_attention_entropy(result: EliminationResult, *, ax: Axes | None = None,
@@ -235,7 +242,7 @@ def plot_attention_entropy(result: EliminationResult, *, ax: Axes | None = None,
     Used in chapter 8.
     """
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3.4))
+        fig, ax = panels(1, width=6, height=3.4)
     t = np.arange(len(result.positions))
     for layer in range(result.n_layers):
         ax.plot(t, result.entropy[layer].mean(0).numpy(), "-o", ms=3, color=f"C{layer}", label=f"layer {layer}")
@@ -256,8 +263,8 @@ def plot_qk_cosine(result: EliminationResult, *, head: int | None = None, axes: 
     """
     L = result.n_layers
     if axes is None:
-        fig, axes = plt.subplots(1, L, figsize=(5 * L, 4.4), squeeze=False)
-        axes = axes[0]
+        _, axes = panels(L, width=5.0 * L, height=3.6, layout="constrained")
+        axes = np.atleast_1d(axes)
     for layer, ax in enumerate(axes):
         c = result.qk_cos[layer]
         mat = c.mean(0) if head is None else c[head]
@@ -276,7 +283,7 @@ def plot_value_mass(result: EliminationResult, *, ax: Axes | None = None) -> Fig
     """
     L, H, V = result.value_mass.shape
     if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 0.28 * L * H + 1.5))
+        fig, ax = panels(1, height=0.28 * L * H + 1.5)
     im = ax.imshow(result.value_mass.reshape(L * H, V).numpy(), aspect="auto", cmap="viridis", vmin=0)
     ax.set_yticks(np.arange(L * H))
     ax.set_yticklabels([f"L{layer} H{h}" for layer in range(L) for h in range(H)], fontsize=7)
@@ -306,7 +313,7 @@ def plot_attention_row(result: EliminationResult, step: int, layer: int, *, head
     roles = ex["roles"][step].numpy()
     tokens = ex["inputs"].tolist()
     if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 3.2))
+        fig, ax = panels(1, height=3.2)
     T = len(tokens)
     ax.bar(np.arange(T), row, color=[ROLE_COLORS[ROLES[r]] for r in roles])
     ax.set_xticks(np.arange(T))

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
@@ -22,7 +21,7 @@ from matplotlib.figure import Figure
 
 from ..metrics import entropy_bits
 from ..tunnels import Episodes, Tunnel, make_tunnel
-from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, panels, show_figure
 
 
 def plot_posterior_bars(
@@ -46,7 +45,7 @@ def plot_posterior_bars(
         raise ValueError(f"probs must be one vector of V probabilities, got shape {p.shape}")
     V = p.shape[0]
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3))
+        fig, ax = panels(1, width=6, height=3)
     x = np.arange(V)
     ax.bar(x, p, color=BAYES_COLOR, width=0.8, label="posterior")
     if answer is not None:
@@ -70,7 +69,7 @@ def plot_posterior_bars(
     ax.set_ylabel("probability")
     if title:
         ax.set_title(title)
-    ax.legend(loc="upper center", ncol=3, fontsize=8, frameon=False)
+    ax.legend(loc="upper center", ncol=2, fontsize=8, frameon=False)
     return ax.figure
 
 
@@ -96,7 +95,7 @@ def plot_entropy_staircase(
         raise ValueError(f"h_bayes must be one entropy per step, got shape {h.shape}")
     t = np.arange(h.shape[0])
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 3.2))
+        fig, ax = panels(1, width=6, height=3.2)
     ax.step(t, h, where="mid", color=BAYES_COLOR, lw=2, label="exact posterior")
     ax.plot(t, h, "o", color=BAYES_COLOR, ms=3)
     if formula is not None:
@@ -136,7 +135,7 @@ def plot_posterior_heatmap(
         raise ValueError(f"probs must be (steps, values), got shape {p.shape}")
     P, V = p.shape
     if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 4.2))
+        fig, ax = panels(1, width=6, height=4.2)
     im = ax.imshow(p, aspect="auto", cmap="Blues", vmin=0, vmax=max(float(p.max()), 1e-9),
                    interpolation="nearest")
     if answers is not None:
@@ -174,11 +173,12 @@ def plot_elimination_step(
     if not 0 <= t < p.shape[0]:
         raise ValueError(f"t must be in 0..{p.shape[0] - 1}, got {t}")
     keys, values = [int(k) for k in keys], [int(v) for v in values]
-    fig, (ax_p, ax_h) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, (ax_p, ax_h) = panels(2, height=3.4, gridspec_kw={"width_ratios": [1.3, 1]})
     revealed = {values[s]: keys[s] for s in range(t)}
     plot_posterior_bars(p[t], revealed=revealed, answer=values[t], ax=ax_p,
                         title=f"step t = {t}: posterior over the value of key {keys[t]}")
     plot_entropy_staircase(h_bayes, current=t, ax=ax_h, title="Bayes entropy")
+    ax_h.set_xticks(np.arange(0, p.shape[0], 2))  # every other step: the panel is narrow
     fig.tight_layout()
     return fig
 
@@ -196,7 +196,7 @@ def plot_entropy_calibration(curves: dict[str, dict[str, Sequence[float]]], *, a
 
     Used in chapters 2 and 4.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=7, height=4)
     first = next(iter(curves.values()))
     t = np.arange(len(first["h_bayes"]))
     ax.plot(t, as_numpy(first["h_bayes"]), "--", color=BAYES_COLOR, lw=2.5, label="Bayes (exact)")
@@ -216,7 +216,7 @@ def plot_prediction_vs_posterior(model_probs: Any, bayes_probs: Any, *, ax: Axes
     q, p = as_numpy(model_probs), as_numpy(bayes_probs)
     if q.shape != p.shape or q.ndim != 1:
         raise ValueError(f"model_probs {q.shape} and bayes_probs {p.shape} must be 1-D of the same length")
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=7, height=3)
     x = np.arange(len(p))
     ax.bar(x - 0.2, p, width=0.4, color=BAYES_COLOR, label="Bayes")
     ax.bar(x + 0.2, q, width=0.4, color=MARGINAL_COLOR, label="model")
@@ -231,7 +231,7 @@ def plot_prediction_vs_posterior(model_probs: Any, bayes_probs: Any, *, ax: Axes
 def plot_learning_curves(histories: dict[str, Sequence[dict[str, float]]], *, key: str = "entropy_mae_bits",
                          target: float | None = None, ax: Axes | None = None) -> Figure:
     """A held-out metric against training step for several runs (log scale). Used in chapters 2 and 5."""
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=7, height=4)
     for label, hist in histories.items():
         ax.plot([r["step"] for r in hist], [r[key] for r in hist], "o-", ms=3, label=label)
     if target is not None:

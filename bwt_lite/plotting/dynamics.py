@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
 from ..dynamics.gradients import ScoreDescent
-from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, panels, show_figure
 
 
 # Chapter 11: gradient dynamics (Paper II)
@@ -41,7 +40,7 @@ def plot_routing_step(alpha: Any, advantage: Any, loss: Any, step: int, *,
     if symbols is not None and len(symbols) != n:
         raise ValueError(f"symbols must name the symbol of each of the {n} keys, got {len(symbols)}")
     same = np.array([s == symbols[-1] for s in symbols]) if symbols is not None else np.zeros(n, dtype=bool)
-    fig, (ax_a, ax_v, ax_l) = plt.subplots(1, 3, figsize=(13, 3.4), gridspec_kw={"width_ratios": [1.3, 1.3, 1]})
+    fig, (ax_a, ax_v, ax_l) = panels(3, height=3.2)
     x = np.arange(n)
     ax_a.bar(x, a[step], color=BAYES_COLOR, hatch=None, label="attention now")
     ax_a.bar(x[same], a[step][same], color=BAYES_COLOR, hatch="//", edgecolor="white",
@@ -82,7 +81,7 @@ def plot_speedup(curves: dict[str, Any], speedups: dict[str, Sequence[float]], *
     """
     if not curves:
         raise ValueError("curves must hold at least one arm")
-    fig, (ax_c, ax_s) = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, (ax_c, ax_s) = panels(2, height=3.8, gridspec_kw={"width_ratios": [1.6, 1]})
     base = None
     for arm, c in curves.items():
         c = as_numpy(c)
@@ -111,7 +110,7 @@ def plot_speedup(curves: dict[str, Any], speedups: dict[str, Sequence[float]], *
     ax_s.set_xticks(range(len(arms)), arms, fontsize=8)
     ax_s.set_xlim(-0.5, len(arms) - 0.5)
     ax_s.set_ylabel("speedup (baseline steps / arm steps)")
-    ax_s.set_title("per seed (dots), mean and 95% CI (square)", fontsize=10)
+    ax_s.set_title("per seed (dots),\nmean and 95% CI (square)", fontsize=10)
     ax_s.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return fig
@@ -127,7 +126,7 @@ def plot_frame_vs_precision(stability: dict[str, Sequence[float]], history: Sequ
 
     Used in chapter 11.
     """
-    fig, (ax_e, ax_s) = plt.subplots(1, 2, figsize=(12, 3.6))
+    fig, (ax_e, ax_s) = panels(2, height=3.2, max_cols=1)
     steps = [r["step"] for r in history]
     ax_e.plot(steps, [r["entropy_mae_bits"] for r in history], "o-", ms=3, label="entropy MAE")
     ax_e.plot(steps, [r["kl_bits"] for r in history], "s-", ms=3, label="KL")

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ..metrics import entropy_bits, kl_bits
 from ..tunnels import Tunnel, make_tunnel
 from ..tunnels.hmm import HMM
-from .style import BAYES_COLOR, ELIMINATED_COLOR, MARGINAL_COLOR, as_numpy, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, MARGINAL_COLOR, as_numpy, panels, show_figure
 
 
 # Chapter 3: filtering a hidden Markov model
@@ -33,18 +33,19 @@ def plot_hmm_posteriors(bayes_probs: Any, model_probs: Any | None = None, *, sta
     p = as_numpy(bayes_probs)
     if p.ndim != 2:
         raise ValueError(f"bayes_probs must be (time, states), got shape {p.shape}")
-    panels = [("exact posterior p(s_t | o_0..o_t)", p)]
+    maps = [("exact posterior p(s_t | o_0..o_t)", p)]
     if model_probs is not None:
         q = as_numpy(model_probs)
         if q.shape != p.shape:
             raise ValueError(f"model_probs {q.shape} must have the shape of bayes_probs {p.shape}")
-        panels.append(("model", q))
+        maps.append(("model", q))
     K, S = p.shape
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 0.32 * K + 2), 1.0 + 0.45 * S * len(panels) + 0.6),
-                             sharex=True, squeeze=False)
+    n = len(maps)
+    fig, axes = panels(n, width=max(6.0, 0.32 * K + 2), height=0.45 * S + 1.6 / n, max_cols=1, sharex=True)
+    axes = np.atleast_1d(axes)
     t = np.arange(K)
-    vmax = max(max(float(m.max()) for _, m in panels), 1e-9)  # one colour scale for both panels
-    for ax, (label, m) in zip(axes[:, 0], panels):
+    vmax = max(max(float(m.max()) for _, m in maps), 1e-9)  # one colour scale for both panels
+    for ax, (label, m) in zip(axes, maps):
         im = ax.imshow(m.T, aspect="auto", cmap="Blues", vmin=0.0, vmax=vmax, interpolation="nearest")
         if states is not None:
             ax.scatter(t, as_numpy(states).astype(int), s=14, color="white", edgecolor="black", lw=0.6)
@@ -53,7 +54,7 @@ def plot_hmm_posteriors(bayes_probs: Any, model_probs: Any | None = None, *, sta
         ax.set_yticks(np.arange(S))
         ax.set_title(label, fontsize=10, loc="left")
         ax.tick_params(labelsize=7)
-    ax = axes[-1, 0]
+    ax = axes[-1]
     step = 1 if K <= 30 else max(1, K // 15)
     ax.set_xticks(t[::step])
     if obs is not None:
@@ -62,7 +63,7 @@ def plot_hmm_posteriors(bayes_probs: Any, model_probs: Any | None = None, *, sta
         ax.set_xlabel("time t (and the symbol o_t observed)")
     else:
         ax.set_xlabel("time t")
-    fig.colorbar(im, ax=axes[:, 0].tolist(), label="probability", fraction=0.03, pad=0.02)
+    fig.colorbar(im, ax=list(axes), label="probability", fraction=0.03, pad=0.02)
     if title:
         fig.suptitle(title)
     return fig
@@ -79,7 +80,7 @@ def plot_position_errors(curves: dict[str, Sequence[float] | Any], *, train_leng
 
     Used in chapter 3.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, height=4)
     longest = 0
     for label, values in curves.items():
         y = as_numpy(values)
@@ -124,7 +125,7 @@ def plot_hmm_step(bayes_probs: Any, model_probs: Any, h_bayes: Any, h_model: Any
         raise ValueError(f"h_bayes {hb.shape} and h_model {hm.shape} must be one entropy per time step ({K},)")
     if not 0 <= t < K:
         raise ValueError(f"t must be in 0..{K - 1}, got {t}")
-    fig, (ax_p, ax_h) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (ax_p, ax_h) = panels(2, height=3.4, gridspec_kw={"width_ratios": [1, 1.4]})
     x = np.arange(S)
     ax_p.bar(x - 0.2, p[t], width=0.4, color=BAYES_COLOR, label="exact posterior")
     ax_p.bar(x + 0.2, q[t], width=0.4, color=MARGINAL_COLOR, label="model")

@@ -9,7 +9,7 @@ import torch
 
 from ..llm.diagnostics import final_query_entropy
 from ..llm.probe import Probe
-from .style import finish
+from .style import finish, panels
 
 
 def plot_layer_profiles(orth: dict[str, torch.Tensor], analytic: float, focusing: dict[str, torch.Tensor],
@@ -20,7 +20,7 @@ def plot_layer_profiles(orth: dict[str, torch.Tensor], analytic: float, focusing
 
     Used in chapter 12.
     """
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, (a, b) = panels(2, height=3.8)
     for name, v in orth.items():
         a.plot(range(len(v)), v.tolist(), marker="o", label=name)
     a.axhline(analytic, color="k", ls="--", lw=1, label="random Gaussian sqrt(2/(pi d_head))")
@@ -48,7 +48,7 @@ def plot_value_manifold(summaries: dict, labels: dict[str, list[str]] | None = N
 
     Used in chapter 12.
     """
-    fig, axes = plt.subplots(1, 1 + len(summaries), figsize=(4 + 3.6 * len(summaries), 3.6))
+    fig, axes = panels(1 + len(summaries), height=3.6)
     a = axes[0]
     names = list(summaries)
     for j, (key, lab) in enumerate((("pc1", "PC1"), ("pc12", "PC1+PC2"))):
@@ -84,7 +84,7 @@ def plot_sula(h_bayes: torch.Tensor, h_model: torch.Tensor, k: torch.Tensor, pc1
 
     Used in chapter 12.
     """
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (a, b) = panels(2, height=3.8)
     for kv in sorted(set(k.tolist())):
         s = k == kv
         a.scatter(h_bayes[s], h_model[s], s=14, alpha=0.7, label=f"k = {kv}")
@@ -103,7 +103,7 @@ def plot_intervention(alphas: list[float], axis_h: list[float], random_h: list[f
 
     Used in chapter 12.
     """
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = panels(1, width=5.5, height=3.6)
     ax.plot(alphas, axis_h, marker="o", label="along the entropy axis")
     ax.plot(alphas, random_h, marker="s", label="along a random direction")
     ax.axhline(base_h, color="k", ls="--", lw=1, label="no intervention")
@@ -118,7 +118,7 @@ def plot_intervention(alphas: list[float], axis_h: list[float], random_h: list[f
 
 def plot_final_attention(attention: torch.Tensor, tokens: list[str], layer: int, entropy: float):
     """The last token's attention over the prompt (mean over heads) at one layer. Used in chapter 12."""
-    fig, ax = plt.subplots(figsize=(9, 2.8))
+    fig, ax = panels(1, height=2.8)
     ax.bar(range(len(tokens)), attention.tolist())
     ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
     ax.set_ylabel("attention")

@@ -13,22 +13,18 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, panels, show_figure
 
 
 STATE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float] = (5.5, 4.2)) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig, ax = plt.subplots(figsize=figsize)
-    return fig, ax
+    return (ax.figure, ax) if ax is not None else panels(1, width=figsize[0], height=figsize[1])
 
 
 def plot_value_manifold(scores: Any, entropy: Any, *, explained: Sequence[float] | None = None, ax: Axes | None = None,
@@ -126,7 +122,7 @@ def _stability_panel(ax: Axes, d: Any, step: int | None = None) -> None:
     ax.set_title("the frame settles early", fontsize=10)
     if step is not None:
         ax.axvline(max(step, 1), color="k", lw=1, alpha=0.6)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(alpha=0.3, which="both")
 
 
@@ -136,7 +132,7 @@ def plot_dissociation(d: Any, *, title: str = "") -> Figure:
 
     Used in chapter 9.
     """
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
+    fig, (a, b) = panels(2, height=3.4, max_cols=1)
     _precision_panel(a, d)
     _stability_panel(b, d)
     if title:
@@ -150,14 +146,14 @@ def plot_snapshot(view: Any, d: Any, tokens: Sequence[str] | None = None) -> Fig
 
     Used in chapter 9.
     """
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = panels(3, height=3.6)
     _precision_panel(axes[0], d, view.step)
     i = d.steps.index(view.step)
-    axes[0].set_title(f"step {view.step}: MAE {d.entropy_mae[i]:.3f} bits | pattern vs final {d.pattern[i]:.2f}",
+    axes[0].set_title(f"step {view.step}: MAE {d.entropy_mae[i]:.3f} bits\npattern vs final {d.pattern[i]:.2f}",
                       fontsize=10)
     pat = as_numpy(view.pattern)
     axes[1].imshow(pat, cmap="Blues", vmin=0, vmax=1, aspect="auto")
-    axes[1].set_title(f"layer {view.layer}, head {view.head}: attention on one episode", fontsize=10)
+    axes[1].set_title(f"layer {view.layer}, head {view.head}:\nattention on one episode", fontsize=10)
     axes[1].set_xlabel("key position")
     axes[1].set_ylabel("query position")
     if tokens is not None and len(tokens) <= 40:
@@ -225,7 +221,7 @@ def plot_simplex_by_layer(layers: Mapping[str, Mapping[str, Any]], *, paper: Map
 
     Used in chapter 10.
     """
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
+    fig, (a, b) = panels(2, height=3.4, max_cols=1)
     for j, (label, res) in enumerate(layers.items()):
         x = np.linspace(0.0, 1.0, len(res))
         color = STATE_COLORS[j % len(STATE_COLORS)]
@@ -240,7 +236,7 @@ def plot_simplex_by_layer(layers: Mapping[str, Mapping[str, Any]], *, paper: Map
         ax.set_ylabel(what)
         ax.axhline(0, color=ELIMINATED_COLOR, lw=0.8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     a.set_title("clusters by most likely state, layer by layer", fontsize=10)
     b.set_title("how linearly the belief can be read, layer by layer", fontsize=10)
     fig.tight_layout()
@@ -270,13 +266,11 @@ def simplex_widget(layers: Mapping[str, Mapping[str, Any]], model: str | None = 
         head = "" if r.silhouette_head != r.silhouette_head else f"; head's readout {r.silhouette_head:.3f}"
         print(f"{model}, {layer}: silhouette by state {r.silhouette_full:.3f} (PCA plane {r.silhouette_pc2:.3f}{head}), "
               f"by symbol {r.silhouette_token:.3f} | entropy R^2 {r.entropy_r2:.3f} | posterior R^2 {r.posterior_r2:.3f}")
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-        plot_belief_simplex(r, color_by="state", ax=axes[0], title="colored by the most likely state")
-        plot_belief_simplex(r, color_by="entropy", ax=axes[1], title="colored by the Bayes entropy")
-        if color_by == "entropy":
-            axes[0].set_visible(False)
-        elif color_by == "state":
-            axes[1].set_visible(False)
+        titles = {"state": "colored by the most likely state", "entropy": "colored by the Bayes entropy"}
+        shown = list(titles) if color_by == "both" else [color_by]
+        fig, axes = panels(len(shown), width=5.5 * len(shown), height=4.0)
+        for ax, by in zip(np.atleast_1d(axes), shown):
+            plot_belief_simplex(r, color_by=by, ax=ax, title=titles[by])
         fig.tight_layout()
         show_figure(fig)
 

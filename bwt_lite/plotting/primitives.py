@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..window_ladder import METRIC_LABELS, ladder
-from .style import ELIMINATED_COLOR, as_numpy, finish, show_figure
+from .style import ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
 
 
 def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence[str] | None = None,
@@ -28,12 +27,8 @@ def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence
     archs = list(dict.fromkeys(r["arch"] for r in rows)) if archs is None else list(archs)
     if not tunnels:
         raise ValueError("rows has no cells to draw")
-    ncols = min(len(tunnels), 2)
-    nrows = (len(tunnels) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 3.4 * nrows), squeeze=False)
-    for ax in axes.flat[len(tunnels):]:
-        ax.set_visible(False)
-    for ax, tunnel in zip(axes.flat, tunnels):
+    fig, axes = panels(len(tunnels), width=6.2 * len(tunnels), height=3.4)
+    for ax, tunnel in zip(np.atleast_1d(axes), tunnels):
         cells = {r["arch"]: r for r in rows if r["tunnel"] == tunnel and r["arch"] in archs}
         if not cells:
             ax.set_title(f"{tunnel}: no cells")
@@ -64,7 +59,7 @@ def plot_accuracy_by_pairs(curves: dict[str, tuple[Sequence[int], Sequence[float
 
     Used in chapter 6.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 3.6))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=7, height=3.6)
     for label, (n, acc) in curves.items():
         ax.plot(as_numpy(n), as_numpy(acc), "o-", ms=4, label=label)
     if chance is not None:
@@ -119,7 +114,7 @@ def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any
     ws, values = ladder(rows, tunnel)
     models = [r for r in rows if r["tunnel"] == tunnel and r.get("kind", "model") == "model"]
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(7.8, 3.4))  # the book column at 100 dpi
+        _, axes = panels(2, height=3.4)
     colors = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
     for ax, metric in zip(axes, METRIC_LABELS):
         ax.plot(ws, values[metric], "ko-", label="window-w filter (exact, no state)")
@@ -142,7 +137,7 @@ def plot_capacity(rows: Sequence[dict[str, Any]], ax: Any = None) -> Any:
     Used by ``experiments/capacity_sweep.py`` (no chapter yet).
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.0))
+        _, ax = panels(1, width=6.4, height=4.0)
     colors = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
     for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
         pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))

@@ -15,7 +15,8 @@ from ..evaluate import recall_key_stats
 from ..metrics import entropy_bits
 from ..tunnels import Tunnel
 from .bayes import plot_prediction_vs_posterior
-from .style import BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, finish, show_figure
+from .style import (BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, finish, panels,
+                    show_figure)
 
 
 # Chapter 4: binding (associative recall)
@@ -61,7 +62,7 @@ def plot_recall_tokens(
     if highlight is not None and not 0 <= highlight < P:
         raise ValueError(f"highlight must be a key step in 0..{P - 1}, got {highlight}")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.2 * T + 1), 2.0))
+        fig, ax = panels(1, width=max(6.0, 0.2 * T + 1), height=2.0)
     step_of = {int(p): t for t, p in enumerate(pos)}
     for i, v in enumerate(tok):
         if v < V:
@@ -75,7 +76,8 @@ def plot_recall_tokens(
             label, color = "\u00b7", "white"
         lw = 2.5 if (highlight is not None and step_of.get(i) == highlight) else 0.5
         ax.add_patch(plt.Rectangle((i - 0.45, 0), 0.9, 1, facecolor=color, edgecolor="black", lw=lw))
-        ax.text(i, 0.5, label, ha="center", va="center", fontsize=6 if T > 40 else 7)
+        ax.text(i, 0.5, label, ha="center", va="center", fontsize=6 if T > 40 else 7,
+                rotation=90 if T > 40 else 0)  # upright labels are wider than a box of a long episode
     for t, p in enumerate(pos):
         ax.text(p, -0.3, str(t), ha="center", va="center", fontsize=5 if T > 40 else 6, color=ELIMINATED_COLOR)
     top = 1.0
@@ -119,8 +121,8 @@ def plot_recall_episode(
     if h.shape != pos.shape:
         raise ValueError(f"h_bayes must have one entropy per key step ({pos.shape[0]}), got shape {h.shape}")
     T = tok.shape[0]
-    fig, (ax_h, ax_s) = plt.subplots(2, 1, figsize=(max(6.0, 0.2 * T + 1), 4.0), sharex=True,
-                                     gridspec_kw={"height_ratios": [1.2, 1]})
+    fig, (ax_h, ax_s) = panels(2, width=max(6.0, 0.2 * T + 1), height=2.0, max_cols=1, sharex=True,
+                               gridspec_kw={"height_ratios": [1.2, 1]})
     ax_h.bar(pos, h, width=0.8, color=BAYES_COLOR, label="Bayes entropy")
     if seen is not None:
         s = as_numpy(seen).astype(bool)
@@ -155,7 +157,7 @@ def plot_recall_fraction(expected: Any, observed: Any | None = None, *, ax: Axes
     if e.ndim != 1:
         raise ValueError(f"expected must be one probability per key step, got shape {e.shape}")
     t = np.arange(e.shape[0])
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 3.2))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=6, height=3.2)
     ax.plot(t, e, "-", color=FORMULA_COLOR, lw=1.5, label=r"$1-(1-1/V)^t$")
     if observed is not None:
         o = as_numpy(observed)
@@ -193,7 +195,8 @@ def plot_recall_breakdown(breakdowns: dict[str, Any], *, chance: float | None = 
         raise ValueError("breakdowns is empty: give at least one {label: RecallBreakdown}")
     first = next(iter(breakdowns.values()))
     chance = _recall_field(first, "chance") if chance is None else chance
-    fig, axes = plt.subplots(3, 2, figsize=(11, 7), sharex="col", gridspec_kw={"height_ratios": [1.2, 1.2, 0.7]})
+    fig, axes = panels(6, height=7 / 3, sharex="col", gridspec_kw={"height_ratios": [1.2, 1.2, 0.7]})
+    axes = axes.reshape(3, 2)
     columns = (("by_stored", "distinct pairs stored before the query"),
                ("by_distance", "distance back to the previous occurrence (pairs)"))
     for col, (field, xlabel) in enumerate(columns):
@@ -238,8 +241,8 @@ def plot_recall_step(
     Used in chapter 4.
     """
     tok = as_numpy(tokens)
-    fig, (ax_s, ax_p) = plt.subplots(2, 1, figsize=(max(7.0, 0.2 * tok.shape[0] + 1), 5.0),
-                                     gridspec_kw={"height_ratios": [1, 1.6]})
+    fig, (ax_s, ax_p) = panels(2, width=max(7.0, 0.2 * tok.shape[0] + 1), height=2.5, max_cols=1,
+                               gridspec_kw={"height_ratios": [1, 1.6]})
     plot_recall_tokens(tok, positions, V, seen=seen, previous=previous, highlight=t, ax=ax_s)
     plot_prediction_vs_posterior(model_probs, bayes_probs, ax=ax_p, title=title or f"key step t = {t}")
     fig.tight_layout()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
@@ -13,7 +12,7 @@ from matplotlib.figure import Figure
 
 from ..metrics import gaussian_entropy_bits, gaussian_kl_bits
 from ..tunnels import Tunnel
-from .style import BAYES_COLOR, ELIMINATED_COLOR, as_numpy, finish, show_figure
+from .style import BAYES_COLOR, ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
 
 
 # Chapter 5: Bayesian linear regression (Gaussian predictives): plot_gaussian_errors_by_position,
@@ -35,7 +34,7 @@ def plot_gaussian_errors_by_position(curves: dict[str, dict[str, Sequence[float]
     Used in chapter 5.
     """
     if axes is None:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+        fig, axes = panels(2, height=3.6)
     else:
         fig = axes[0].figure
     for ax, key, name in zip(axes, ("entropy_mae", "kl"), ("entropy MAE (bits)", "KL(Bayes || model) (bits)")):
@@ -61,7 +60,7 @@ def plot_variance_by_position(var_model: dict[str, Any], var_bayes: Any, *, nois
 
     Used in chapter 5.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=7, height=4)
     vb = as_numpy(var_bayes)
     t = np.arange(vb.shape[0])
     ax.plot(t, vb, "--", color=BAYES_COLOR, lw=2.5, label="Bayes (exact)")
@@ -93,7 +92,7 @@ def plot_predicted_vs_exact(predicted: Any, exact: Any, *, log: bool = False, co
     if p.shape != e.shape:
         raise ValueError(f"predicted {p.shape} and exact {e.shape} must have the same number of values")
     idx = np.linspace(0, p.size - 1, min(max_points, p.size)).astype(int) if p.size else np.arange(0)
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.8, 4.4))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=4.8, height=4.4)
     c = None if color is None else as_numpy(color).ravel()[idx]
     sc = ax.scatter(e[idx], p[idx], s=5, alpha=0.5, c=c, cmap="viridis" if c is not None else None,
                     color=None if c is not None else _REG_MODEL_COLOR, rasterized=True)
@@ -122,7 +121,7 @@ def plot_standardised_residuals(residuals: dict[str, Any], *, bins: int = 60, li
 
     Used in chapter 5.
     """
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=7, height=4)
     edges = np.linspace(-limit, limit, bins + 1)
     for label, z in residuals.items():
         ax.hist(np.clip(as_numpy(z).ravel(), -limit, limit), bins=edges, density=True, histtype="step", lw=1.8,
@@ -147,7 +146,7 @@ def plot_gaussian_predictive(mean_model: float, var_model: float, mean_bayes: fl
     mm, vm, mb, vb = (float(as_numpy(v)) for v in (mean_model, var_model, mean_bayes, var_bayes))
     if vm <= 0 or vb <= 0:
         raise ValueError(f"variances must be > 0, got var_model={vm}, var_bayes={vb}")
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 3.6))
+    fig, ax = (ax.figure, ax) if ax is not None else panels(1, width=6, height=3.6)
     sd = max(np.sqrt(vm), np.sqrt(vb))
     lo, hi = min(mm, mb) - 4 * sd, max(mm, mb) + 4 * sd
     if y is not None:
@@ -161,7 +160,8 @@ def plot_gaussian_predictive(mean_model: float, var_model: float, mean_bayes: fl
         ax.axvline(float(y), color="k", lw=1.2, label=f"realised y = {float(y):.2f}")
     ax.set_xlabel("y")
     ax.set_ylabel("predictive density")
-    ax.set_ylim(bottom=0)
+    peak = 1 / np.sqrt(2 * np.pi * min(vm, vb))
+    ax.set_ylim(0, 1.4 * peak)  # room for the legend above the curves
     if title:
         ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left")
@@ -186,7 +186,7 @@ def plot_regression_step(y: Any, mean_model: Any, var_model: Any, mean_bayes: An
     if not 0 <= position < n:
         raise ValueError(f"position must be in 0..{n - 1}, got {position}")
     yv, mm, vm, mb, vb = arrs
-    fig, (ax_l, ax_r) = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, (ax_l, ax_r) = panels(2, height=3.8, gridspec_kw={"width_ratios": [1.3, 1]})
     j = np.arange(position + 1)
     ax_l.errorbar(j - 0.12, mb[j], yerr=2 * np.sqrt(vb[j]), fmt="s", ms=4, color=BAYES_COLOR, capsize=2,
                   label="Bayes mean +- 2 sd")

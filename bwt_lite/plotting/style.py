@@ -1,5 +1,7 @@
-"""What the figures of every chapter share: the colours that mean the same thing in every chapter and
-the conversion of tensors, arrays and lists to NumPy, and how a widget shows its figure.
+"""What the figures of every chapter share: the colours that mean the same thing in every chapter,
+the conversion of tensors, arrays and lists to NumPy, :func:`panels`, which makes every figure (at
+most two panels a row, no wider than :data:`~bwt_lite.display.MAX_WIDTH_IN`, so the book shows it at
+nearly its own size), and how a widget shows its figure.
 
 The book-wide matplotlib settings (figure size, fonts, retina PNGs) are set once, by
 :func:`bwt_lite.display.set_figure_style` (:data:`bwt_lite.display.FIGURE_STYLE`), which
@@ -13,6 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from matplotlib.figure import Figure
+
+from ..display import MAX_WIDTH_IN
+
 # Colours used across the chapters.
 BAYES_COLOR = "#1f77b4"  # the exact posterior
 FORMULA_COLOR = "#d62728"  # a closed-form reference
@@ -25,6 +30,26 @@ def as_numpy(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):
         x = x.detach().to("cpu").double().numpy()
     return np.asarray(x, dtype=np.float64)
+
+
+def panels(n: int = 1, *, width: float = MAX_WIDTH_IN, height: float = 3.4, max_cols: int = 2,
+           **subplots: Any) -> tuple[Figure, Any]:
+    """A new figure of ``n`` panels, filled row by row with at most ``max_cols`` (1 or 2) a row.
+
+    ``width``: the figure's width in inches, capped at :data:`~bwt_lite.display.MAX_WIDTH_IN`;
+    ``height``: the height of one row. Other keywords go to ``plt.subplots`` (``sharex``,
+    ``gridspec_kw``, ...). Returns the figure and its axes: one Axes when ``n`` is 1, else a flat array
+    of ``n`` (grid cells past ``n`` are removed).
+    """
+    if n < 1 or max_cols not in (1, 2):
+        raise ValueError(f"need n >= 1 panels and max_cols 1 or 2, got n={n}, max_cols={max_cols}")
+    cols = min(n, max_cols)
+    rows = -(-n // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(min(width, MAX_WIDTH_IN), height * rows), squeeze=False,
+                             **subplots)
+    for ax in grid.flat[n:]:
+        ax.remove()
+    return fig, grid[0, 0] if n == 1 else grid.ravel()[:n]
 
 
 def show_figure(fig: Figure) -> None:
