@@ -347,6 +347,21 @@ def test_stored_outputs_have_no_wide_text_tables(path):
     assert not wide, f"{len(wide)} printed table row(s) wider than the column: {wide[:3]}"
 
 
+FIGSIZE = re.compile(r"figsize=\(\s*([\d.]+)")
+SUBPLOTS = re.compile(r"subplots\(\s*\d+\s*,\s*(\d+)")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_figures_fit_the_column(path):
+    """A figure made in a chapter is at most MAX_WIDTH_IN wide with at most two panels a row, as the
+    package's own figures (tests/test_plots_widgets.py)."""
+    from bwt_lite.display import MAX_WIDTH_IN
+
+    code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    assert all(float(w) <= MAX_WIDTH_IN for w in FIGSIZE.findall(code)), FIGSIZE.findall(code)
+    assert all(int(c) <= 2 for c in SUBPLOTS.findall(code)), SUBPLOTS.findall(code)
+
+
 def test_table_text_columns_stay_left_aligned():
     """A prose column whose cell starts like a number ("2 wide blocks") is not right-aligned."""
     from bwt_lite.display import table
