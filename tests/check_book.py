@@ -25,13 +25,13 @@ What a student reads, on every page of the table of contents (the HTML, parsed w
   needs widget JavaScript;
 - figures are legible: each image in an output has at least :data:`MIN_DENSITY` image pixels per
   CSS pixel where it is shown (sharp on high-density screens), and is shown at no less than
-  :data:`MIN_SCALE` of its own CSS width (a figure shrunk to fit the column shrinks its text; a
-  warning until :data:`STRICT_FIGURE_WIDTH`).
+  :data:`MIN_SCALE` of its own CSS width (a figure shrunk to fit the column shrinks its text; an
+  error while :data:`STRICT_FIGURE_WIDTH`, else a warning).
 
 Usage: ``python tests/check_book.py [BUILD_DIR] [--skip-execution] [--strict]`` (default
 ``_build``). ``--skip-execution`` checks only the pages, for a book built with
-``execute_notebooks: "off"``; ``--strict`` fails on shrunk figures too (a warning by default, see
-:data:`STRICT_FIGURE_WIDTH`).
+``execute_notebooks: "off"``; ``--strict`` fails on shrunk figures even where
+:data:`STRICT_FIGURE_WIDTH` is False.
 """
 from __future__ import annotations
 
@@ -56,10 +56,9 @@ TABLE_ROW = re.compile(r"\S {2,}\S")
 MIN_SCALE = 0.86
 # Retina figures: two image pixels per CSS pixel (tolerance: a pixel of rounding).
 MIN_DENSITY = 2.0
-# A shrunk figure is a warning, not an error, while the package's own plotting functions
-# (bwt_lite/plotting/) still draw figures up to 15 inches wide;
-# --strict (or True here) makes it an error once they fit the column.
-STRICT_FIGURE_WIDTH = False
+# A shrunk figure is an error: every figure is drawn at most bwt_lite.display.MAX_WIDTH_IN wide, which
+# the column shows at no less than MIN_SCALE (tests/test_plots_widgets.py checks the package's figures).
+STRICT_FIGURE_WIDTH = True
 WARNING = "warning: "
 # A MyST role as the page shows it when it was not parsed: {term}`plateau`, {ref}`lab-hmm`.
 RAW_ROLE = re.compile(r"\{[a-z][\w:-]*\}`")
