@@ -30,6 +30,8 @@ from pathlib import Path
 
 import yaml
 
+from .llm.text_lm import FILES as TEXT_LM_FILES
+from .llm.text_lm import SHIPPED as TEXT_LM
 from .presets import get_preset, shipped_presets
 from .store.cache import META, WEIGHTS, checkpoint_dir
 from .store.checkpoint import find_checkpoint
@@ -107,13 +109,16 @@ def build_wheel(dest: Path, root: Path = ROOT) -> Path:
 
 
 def missing_checkpoints(wheel: Path) -> list[str]:
-    """Shipped checkpoint files (``bwt_lite/data/checkpoints/<name>/...``) that ``wheel`` does not hold."""
+    """Shipped checkpoint files (``bwt_lite/data/checkpoints/<name>/...``, and the text model's under
+    ``bwt_lite/data/lm/``) that ``wheel`` does not hold."""
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
     missing = []
     for preset in shipped_presets():
         folder = f"bwt_lite/data/checkpoints/{checkpoint_dir(preset, Path('.')).name}"
         missing += [f"{folder}/{f}" for f in (WEIGHTS, META) if f"{folder}/{f}" not in names]
+    lm = f"bwt_lite/data/lm/{TEXT_LM.name}"  # chapter 12's model trained on Shakespeare
+    missing += [f"{lm}/{f}" for f in (*TEXT_LM_FILES, "meta.json") if f"{lm}/{f}" not in names]
     return missing
 
 

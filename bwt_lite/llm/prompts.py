@@ -80,7 +80,7 @@ SULA_WORDS: list[str] = [
 ]
 
 # Nonsense label candidates: the first two that encode to a single token (with a leading space) are used.
-LABEL_CANDIDATES: list[str] = ["foo", "bar", "baz", "qux", "zap", "zip", "wug", "dax", "blick", "zorp"]
+LABEL_CANDIDATES: list[str] = ["wug", "dax", "foo", "bar", "baz", "qux", "zap", "zip", "blick", "zorp"]
 
 # The fixed scaffolding words of the SULA prompts.
 SULA_SCAFFOLD: list[str] = ["Input", "Label", ":"]

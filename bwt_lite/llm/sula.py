@@ -197,7 +197,17 @@ class SulaMetrics:
     pc1_variance: float  # fraction of variance on PC1 of those states
     rho_within_k: float  # the same Spearman rho computed within each k (count-weighted mean): length controlled
     label_mass: float = float("nan")  # mean probability the full next-token softmax gives the two labels together
+    blind_mae: float = float("nan")  # the best prompt-blind predictor's MAE: one entropy for every prompt
     extra: dict = field(default_factory=dict)
+
+
+def blind_entropy_mae(h_bayes: torch.Tensor) -> float:
+    """The entropy MAE of the best predictor that ignores the prompt: one entropy for every prompt, the
+    median of the Bayes entropies (it minimises the mean absolute error). A model must beat it to show
+    that it reads the labels; the 50/50 predictor (entropy 1 bit) is one such predictor, usually worse."""
+    if h_bayes.numel() == 0:
+        raise ValueError("h_bayes must be non-empty")
+    return (h_bayes - h_bayes.median()).abs().mean().item()
 
 
 def evaluate(run: SulaRun) -> SulaMetrics:
@@ -221,7 +231,7 @@ def evaluate(run: SulaRun) -> SulaMetrics:
             den += int(s.sum())
     return SulaMetrics((hm - hb).abs().mean().item(), (hm - hp).abs().mean().item(), rows, ece, table,
                        spearman(pc1, hb), pearson(pc1, hb), pca.pc1, num / den if den else float("nan"),
-                       run.mass.mean().item() if run.mass is not None else float("nan"))
+                       run.mass.mean().item() if run.mass is not None else float("nan"), blind_entropy_mae(hb))
 
 
 @dataclass
