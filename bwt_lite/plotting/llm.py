@@ -3,6 +3,8 @@ attention, layer by layer). They draw numbers computed elsewhere and compute no 
 """
 from __future__ import annotations
 
+import textwrap
+
 import ipywidgets
 import matplotlib.pyplot as plt
 import torch
@@ -58,7 +60,7 @@ def plot_value_manifold(summaries: dict, labels: dict[str, list[str]] | None = N
             err = [[v - summaries[n].ci[key][0] for v, n in zip(vals, names)],
                    [summaries[n].ci[key][1] - v for v, n in zip(vals, names)]]
         a.bar([i + 0.38 * j for i in range(len(names))], vals, 0.36, yerr=err, capsize=3, label=lab)
-    a.set_xticks([i + 0.19 for i in range(len(names))], names, fontsize=8)
+    a.set_xticks([i + 0.19 for i in range(len(names))], [textwrap.fill(n, 12) for n in names], fontsize=8)
     a.set_ylim(0, 1)
     a.set_ylabel("fraction of variance")
     a.legend(fontsize=8)
