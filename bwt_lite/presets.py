@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .models import ARCHS, ModelConfig
+from .models import ARCHS, POSITIONS, ModelConfig
 from .train_config import TrainConfig
 from .tunnels import TUNNELS, make_tunnel
 from .arguments import check_choice
@@ -163,7 +163,8 @@ class Preset:
         is_deep = self.scale == "lite" and deep is not None and all(
             getattr(self.model, k) == v for k, v in deep.items())
         depth = f"-{self.model.n_layers}L" if is_deep else ""
-        return f"{tunnel}-{self.model.arch}-{self.scale}{depth}{soft}"  # e.g. bijection-transformer-lite-6L
+        pos = "" if self.model.positions == "learned" else f"-pos-{self.model.positions}"
+        return f"{tunnel}-{self.model.arch}-{self.scale}{depth}{pos}{soft}"  # e.g. hmm-transformer-lite-pos-none-soft
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "scale": self.scale, "tunnel": dict(self.tunnel),
@@ -187,15 +188,18 @@ class Preset:
 
 
 def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
-               depth: str = "default", **train_overrides: Any) -> Preset:
+               depth: str = "default", positions: str = "learned", **train_overrides: Any) -> Preset:
     """The named configuration, optionally with training fields overridden (steps, seed, target...).
 
     ``depth="paper"`` gives the lite model with the paper's number of layers (:data:`PAPER_DEPTH_SIZES`).
+    ``positions`` is the model's position scheme (:data:`bwt_lite.models.POSITIONS`; ``"rotary"``: the
+    transformer only); a scheme other than the learned table adds ``-pos-<scheme>`` to the name.
     """
     check_choice("tunnel", tunnel, sorted(TUNNELS))
     check_choice("arch", arch, ARCHS)
     check_choice("scale", scale, SCALES)
     check_choice("depth", depth, DEPTHS)
+    check_choice("positions", positions, POSITIONS)
     if depth == "paper" and (scale != "lite" or (tunnel, arch) not in PAPER_DEPTH_SIZES):
         have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
         raise ValueError(f"depth='paper' exists for the lite {have}, not for {tunnel} {arch} at scale {scale!r}")
@@ -212,7 +216,7 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     if depth == "paper":
         sizes = PAPER_DEPTH_SIZES[(tunnel, arch)]
     model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=n_positions,
-                        answer_tokens=t.answer_tokens, n_outputs=n_outputs, **sizes)
+                        answer_tokens=t.answer_tokens, n_outputs=n_outputs, positions=positions, **sizes)
     train = TUNNEL_TRAIN.get((tunnel, arch, scale), TRAIN[(arch, scale)])
     train = VARIANT_TRAIN.get((tunnel, targs.get("variant", ""), arch, scale), train)
     if train_overrides:

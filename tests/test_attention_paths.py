@@ -13,7 +13,9 @@ from bwt_lite.tunnels import Bijection, make_tunnel
 from conftest import gen
 
 # head dims 8 and 16 (scales 1/sqrt(dh) that are and are not powers of two), with and without rotary positions
-CONFIGS = [dict(d_model=32, n_heads=4), dict(d_model=48, n_heads=3), dict(d_model=32, n_heads=4, rope=True)]
+# (on top of the learned table, and alone)
+CONFIGS = [dict(d_model=32, n_heads=4), dict(d_model=48, n_heads=3), dict(d_model=32, n_heads=4, rope=True),
+           dict(d_model=32, n_heads=4, positions="rotary")]
 
 
 def model_of(seed: int = 0, **kw):

@@ -106,7 +106,12 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
     if depth != "default" and (args.scale != "lite" or (args.tunnel, args.arch) not in PAPER_DEPTH_SIZES):
         have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
         raise ValueError(f"--depth paper: exists for the lite {have} only")
-    return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, **overrides)
+    positions = getattr(args, "positions", "learned")
+    if positions == "rotary" and args.arch != "transformer":
+        raise ValueError(f"--positions rotary: rotary embedding acts in attention, for the transformer only, "
+                         f"not {args.arch}")
+    return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
+                      **overrides)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

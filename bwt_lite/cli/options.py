@@ -20,6 +20,8 @@ from ..tunnels import TUNNELS
 MAX_STEPS = 10_000_000  # training steps (the paper presets train 50,000)
 MAX_EPISODES = 1_000_000  # held-out episodes of eval and reproduce (default 2,048)
 MAX_LENGTH = 10_000  # eval --length; the preset's position table is the real limit, checked per preset
+UNTABLED_LENGTH_FACTOR = 4  # eval --length without a learned table: episodes up to 4x its rows in tokens
+# (attention's (T, T) scores at the evaluation batch of 512 grow with the square of the length)
 MAX_TRAIN_SEEDS = 20  # training seeds per cell of `bwt reproduce --seeds`
 MAX_SEED = 2**63 - 1  # 64-bit generator seeds, with room for the held-out stream's offset (EVAL_SEED_BASE)
 MAX_REPEAT = 1_000  # timed steps (bench) or calls (bench-scan)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..models import ARCHS
+from ..models import ARCHS, POSITIONS
 from ..presets import DEPTHS, SCALES
 from ..runtime.device import AMP_MODES
 from ..train import TARGET_MODES
@@ -30,6 +30,9 @@ def preset_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -
     sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; hmm: default, slow; recall: default, mqar)")
     sp.add_argument("--depth", choices=DEPTHS, default="default",
                     help="paper: the lite model with the paper's number of layers (bijection and HMM transformers)")
+    sp.add_argument("--positions", choices=POSITIONS, default="learned",
+                    help="position scheme: learned table (default), fixed sinusoidal table, rotary in attention "
+                         "(transformer only), or none")
     sp.add_argument("--steps", type=int_range(1, MAX_STEPS), default=None,
                     help=f"training steps, 1 to {MAX_STEPS:,} (default: the preset's)")
     sp.add_argument("--seed", type=seed_int, default=None, help=f"{seed_help}, 0 to 2**63 - 1")
@@ -78,7 +81,7 @@ def add_eval(sub: argparse._SubParsersAction) -> None:
                     help="seed of the held-out episodes, 0 to 2**63 - 1")
     sp.add_argument("--length", type=int_range(1, MAX_LENGTH), default=None,
                     help="evaluate at another episode length (hmm: K, bijection/recall: L, regression: N), "
-                         "within the model's position table")
+                         "within the model's position table (other --positions: 4x its rows in tokens)")
     sp.add_argument("--no-download", action="store_true", help="never download a hosted checkpoint; train instead")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_eval)

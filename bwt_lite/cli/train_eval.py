@@ -20,7 +20,7 @@ from ..tunnels import TUNNELS, make_tunnel
 from .cache import check_cache_dir
 from .common import (check_paper_on_cpu, log_line, preset_from_args, print_estimates, resumable, show_progress,
                      would_train)
-from .options import check_variant
+from .options import UNTABLED_LENGTH_FACTOR, check_variant
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -46,7 +46,8 @@ def eval_tunnel(preset: Preset, length: int | None = None):
     Raises ValueError naming ``--length`` when the tunnel or its variant has no episode length (recall's
     ``mqar`` variant: its length is set by ``n_pairs``, ``gap`` and ``n_queries``, and ``L`` is not part
     of its configuration), when the tunnel refuses the length, or when the episodes would not fit the
-    model's position table. Nothing is loaded: this runs before the model is.
+    model's learned position table (with the other position schemes: episodes of at most
+    :data:`UNTABLED_LENGTH_FACTOR` times its rows in tokens). Nothing is loaded: this runs before the model is.
     """
     args = dict(preset.tunnel)
     if length is None:
@@ -61,12 +62,16 @@ def eval_tunnel(preset: Preset, length: int | None = None):
         tunnel = make_tunnel(**{**args, arg: length})
     except (TypeError, ValueError) as e:
         raise ValueError(f"--length {length}: {e}") from None
-    rows = preset.model.n_positions
+    learned = preset.model.positions == "learned"
+    rows = preset.model.n_positions * (1 if learned else UNTABLED_LENGTH_FACTOR)
     if tunnel.seq_len > rows:
         # an episode has at least one token per unit of length: no length past the table's rows fits
         longest = max((n for n in range(1, min(length, rows + 1)) if _fits(args, arg, n, rows)), default=None)
-        raise ValueError(f"--length {length}: episodes of {tunnel.seq_len} tokens exceed the model's position "
-                         f"table ({rows} rows); at most --length {longest} for {preset.name}")
+        limit = (f"the model's position table ({rows} rows)" if learned else
+                 f"{rows} tokens ({UNTABLED_LENGTH_FACTOR}x the position table's rows, the most evaluated "
+                 f"with positions={preset.model.positions!r})")
+        raise ValueError(f"--length {length}: episodes of {tunnel.seq_len} tokens exceed {limit}; "
+                         f"at most --length {longest} for {preset.name}")
     return tunnel
 
 

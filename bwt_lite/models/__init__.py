@@ -4,12 +4,13 @@ from __future__ import annotations
 from torch import nn
 
 from ..arguments import check_choice
-from .config import ModelConfig
+from .config import POSITIONS, ModelConfig
 from .hooks import HookPoint, capture, hook_names, run_with_cache
 from .lstm import LSTM
 from .mamba import Mamba
 from .mlp import MLPControl
 from .model import WindTunnelModel, ablate_heads, bypass_layers
+from .positions import sinusoidal_table
 from .transformer import Transformer
 
 BACKBONES: dict[str, type[nn.Module]] = {"transformer": Transformer, "mlp": MLPControl, "lstm": LSTM, "mamba": Mamba}
@@ -19,12 +20,13 @@ ARCHS: tuple[str, ...] = tuple(BACKBONES)
 def build_model(cfg: ModelConfig) -> WindTunnelModel:
     """Build the model a config describes (weights freshly initialised)."""
     check_choice("arch", cfg.arch, ARCHS)
-    if cfg.rope and cfg.arch != "transformer":
-        raise ValueError(f"rope (rotary positions in attention) is for the transformer, not arch={cfg.arch!r}")
+    if cfg.rotary and cfg.arch != "transformer":
+        what = "rope" if cfg.rope else "positions='rotary'"
+        raise ValueError(f"{what} (rotary positions in attention) is for the transformer, not arch={cfg.arch!r}")
     return WindTunnelModel(cfg, BACKBONES[cfg.arch](cfg))
 
 
 __all__ = [
-    "ARCHS", "BACKBONES", "HookPoint", "ModelConfig", "WindTunnelModel", "ablate_heads",
-    "build_model", "bypass_layers", "capture", "hook_names", "run_with_cache",
+    "ARCHS", "BACKBONES", "HookPoint", "ModelConfig", "POSITIONS", "WindTunnelModel", "ablate_heads",
+    "build_model", "bypass_layers", "capture", "hook_names", "run_with_cache", "sinusoidal_table",
 ]

@@ -4,6 +4,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+# How position enters a model: a learned table added to the inputs (rows 0..n_positions-1), a fixed
+# sin/cos table (defined at any length), rotary embedding in attention only (transformer), or nothing
+# (causal attention alone tells positions apart).
+POSITIONS = ("learned", "sinusoidal", "rotary", "none")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -14,11 +19,12 @@ class ModelConfig:
     mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * d_model
     vocab_size: int = 40  # input token vocabulary (ignored when n_features > 0)
     n_features: int = 0  # float input features per position (0: token inputs)
-    n_positions: int = 38  # rows of the learned position table (>= sequence length)
+    n_positions: int = 38  # rows of the learned position table (>= sequence length; read by "learned" only)
     answer_tokens: tuple[int, ...] | None = None  # tied head over these token ids; None: linear head
     n_outputs: int = 0  # outputs of a linear head (used when answer_tokens is None)
     norm_eps: float = 1e-5  # RMSNorm / LayerNorm epsilon
     rope: bool = False  # transformer only: rotary positions in attention, on top of the learned table
+    positions: str = "learned"  # one of POSITIONS; "rotary" is rotary embedding without the learned table
 
     def __post_init__(self) -> None:
         if self.answer_tokens is not None and self.n_features > 0:
@@ -33,6 +39,19 @@ class ModelConfig:
         for name in ("d_model", "n_layers", "mlp_ratio", "n_positions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"unknown positions {self.positions!r}; allowed: {', '.join(POSITIONS)}")
+        if self.rope and self.positions != "learned":
+            raise ValueError(f"rope=True adds rotary embedding to the learned table; with positions="
+                             f"{self.positions!r} leave rope False (positions='rotary' is rotary alone)")
+        if self.positions == "rotary" and self.arch != "transformer":
+            raise ValueError(f"positions='rotary' (rotary embedding in attention) is for the transformer, "
+                             f"not arch={self.arch!r}")
+
+    @property
+    def rotary(self) -> bool:
+        """Are queries and keys rotated by position (``rope`` or ``positions="rotary"``)?"""
+        return self.rope or self.positions == "rotary"
 
     @property
     def n_classes(self) -> int:
@@ -40,8 +59,11 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if not d["rope"]:  # added later: left out at its default, so older presets keep their keys
+        # added later: left out at their defaults, so older presets and checkpoints keep their keys
+        if not d["rope"]:
             del d["rope"]
+        if d["positions"] == "learned":
+            del d["positions"]
         if d["answer_tokens"] is not None:
             d["answer_tokens"] = list(d["answer_tokens"])
         return d

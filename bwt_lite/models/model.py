@@ -1,8 +1,9 @@
 """A wind-tunnel model: token adapter -> backbone -> final norm -> readout.
 
 Every architecture is a backbone mapping (B, T, d) to (B, T, d); this wrapper adds the task
-adapter (token + learned position embedding) and the readout: a head tied to the token embedding
-and restricted to the answer tokens, or a linear head (for answers that are not tokens).
+adapter (token embedding plus the position table of ``cfg.positions``, see ``positions.py``) and the
+readout: a head tied to the token embedding and restricted to the answer tokens, or a linear head
+(for answers that are not tokens).
 """
 from __future__ import annotations
 
@@ -15,39 +16,38 @@ from torch import nn
 
 from .config import ModelConfig
 from .hooks import HookPoint
+from .positions import add_positions, check_length, position_table
 from .transformer import RMSNorm
 
 
 class TokenAdapter(nn.Module):
+    """Tokens (B, T) -> (B, T, d): the token embedding plus the position table of ``cfg.positions``."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos = nn.Embedding(cfg.n_positions, cfg.d_model)
+        self.pos = position_table(cfg)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, T, d)
-        T = tokens.shape[1]
-        if T > self.pos.num_embeddings:
-            raise ValueError(f"sequence length {T} exceeds the position table ({self.pos.num_embeddings} rows)")
+        check_length(self.pos, tokens.shape[1])
         if tokens.dtype != torch.long:
             raise TypeError(f"tokens must be int64, got {tokens.dtype}")
-        return self.tok(tokens) + self.pos(torch.arange(T, device=tokens.device))
+        return add_positions(self.pos, self.tok(tokens))
 
 
 class FeatureAdapter(nn.Module):
-    """Float inputs (B, T, F) -> (B, T, d): a linear map plus the learned position embedding."""
+    """Float inputs (B, T, F) -> (B, T, d): a linear map plus the position table of ``cfg.positions``."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.proj = nn.Linear(cfg.n_features, cfg.d_model)
-        self.pos = nn.Embedding(cfg.n_positions, cfg.d_model)
+        self.pos = position_table(cfg)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 3 or x.shape[-1] != self.proj.in_features:
             raise ValueError(f"features must have shape (B, T, {self.proj.in_features}), got {tuple(x.shape)}")
-        T = x.shape[1]
-        if T > self.pos.num_embeddings:
-            raise ValueError(f"sequence length {T} exceeds the position table ({self.pos.num_embeddings} rows)")
-        return self.proj(x.to(self.proj.weight.dtype)) + self.pos(torch.arange(T, device=x.device))
+        check_length(self.pos, x.shape[1])
+        return add_positions(self.pos, self.proj(x.to(self.proj.weight.dtype)))
 
 
 class BlockStack(nn.Module):

@@ -16,9 +16,10 @@ kernel, and every position of every block).
 Given the answer positions, the last block computes only their rows (its keys and values still come
 from every position): nothing after it mixes positions, so the logits are the same, for about half
 that block's work. A hook on any tensor of that block turns this off, so hooks see every position.
-With ``cfg.rope`` the queries and keys are rotated by their position (rotary embedding, base
-10,000, over the whole head), so a head can attend by relative offset ("two tokens back") at any
-position; ``hook_q`` and ``hook_k`` then hold the rotated vectors, whose dot products are the scores.
+With ``cfg.rope`` (on top of the learned table) or ``cfg.positions == "rotary"`` (alone) the queries
+and keys are rotated by their position (rotary embedding, base 10,000, over the whole head), so a head
+can attend by relative offset ("two tokens back") at any position; ``hook_q`` and ``hook_k`` then hold
+the rotated vectors, whose dot products are the scores.
 """
 from __future__ import annotations
 
@@ -88,9 +89,10 @@ class Attention(nn.Module):
         if cfg.d_model % cfg.n_heads:
             raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
         self.n_heads, self.d_head = cfg.n_heads, cfg.d_model // cfg.n_heads
-        if cfg.rope and self.d_head % 2:
-            raise ValueError(f"rope needs an even head dimension, got d_model / n_heads = {self.d_head}")
-        self.rope = cfg.rope
+        if cfg.rotary and self.d_head % 2:
+            what = "rope" if cfg.rope else "positions='rotary'"
+            raise ValueError(f"{what} needs an even head dimension, got d_model / n_heads = {self.d_head}")
+        self.rope = cfg.rotary
         self.q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.v = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
