@@ -32,9 +32,14 @@ def smoke(overrides: dict[str, Any], steps: int | None) -> dict[str, Any]:
     return {**overrides, "steps": steps, "eval_every": steps, "eval_episodes": 16, "warmup_steps": min(steps, 1)}
 
 
+def train(preset: Preset, root: Path) -> tuple[Any, dict[str, Any]]:
+    """Train ``preset`` into ``root`` (resuming if interrupted; reused when already there): (model, meta)."""
+    return train_and_save(preset, progress=False, root=root, log=print)
+
+
 def train_and_score(preset: Preset, root: Path, episodes: int) -> dict[str, Any]:
-    """Train ``preset`` into ``root`` (resuming if interrupted; reused when already there) and score it."""
-    model, meta = train_and_save(preset, progress=False, root=root, log=print)
+    """Train ``preset`` into ``root`` (see :func:`train`) and score it on its own tunnel."""
+    model, meta = train(preset, root)
     result = evaluate(model, make_tunnel(**preset.tunnel), episodes=episodes)
     return {"name": preset.name, "key": preset.key()[:16], "train_steps": meta["train_steps"],
             "train_time_s": meta["train_time_s"], "entropy_mae_bits": result.entropy_mae_bits,

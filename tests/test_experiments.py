@@ -25,6 +25,7 @@ ROOT = ["--root", "{tmp}/checkpoints"]  # the scripts built on _common train int
 SMOKE = {
     "hmm_window_ladder": ["--episodes", "32"],
     "hmm_lr_sweep": ["--steps", "2", "--episodes", "16", "--lrs", "2e-3", *ROOT],
+    "hmm_positions": ["--steps", "2", "--episodes", "8", *ROOT],
     "seeds_table": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--tunnel", "bijection", "--arch", "mlp",
                     *ROOT],
     "parameter_counts": [],
@@ -65,5 +66,12 @@ def test_smoke_run(name, experiments, tmp_path):
     assert experiments(name).main([*args, "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result
+    if name == "hmm_positions":
+        assert set(result["schemes"]) == {"learned", "sinusoidal", "rotary", "none"}
+        for row in result["schemes"].values():
+            assert row["train_steps"] == 2 and row["per_length"]["20"]["past"]["entropy_mae_bits"] is None
+            at50 = row["per_length"]["50"]
+            assert len(at50["per_position"]["entropy_mae"]) == 50 and at50["past"]["kl_bits"] is not None
+        assert set(result["windows_past"]["50"]) == {"window-0", "window-1", "window-2"}
     if name == "seeds_table":
         assert [r["seed"] for r in result["rows"]] == [0, 1] and all(r["train_steps"] == 2 for r in result["rows"])
