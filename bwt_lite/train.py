@@ -28,15 +28,20 @@ from .train_config import TARGET_MODES, TrainConfig, TrainState
 from .tunnels import Episodes, Tunnel, make_tunnel
 
 
+def warmup_cosine(step: int, peak: float, warmup: int, total: int, min_ratio: float) -> float:
+    """Learning rate at step ``step`` (0-based): linear warmup to ``peak`` over ``warmup`` steps, then
+    cosine to ``min_ratio * peak`` at step ``total``, flat after it."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+    floor = min_ratio * peak
+    return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate for optimizer step ``step`` (0-based): linear warmup, then cosine to the floor at
     ``cfg.decay_steps`` (0: at ``cfg.steps``; a longer schedule is stopped before its end)."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    decay = max(cfg.schedule_steps - cfg.warmup_steps, 1)
-    progress = min((step - cfg.warmup_steps) / decay, 1.0)
-    floor = cfg.min_lr_ratio * cfg.lr
-    return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return warmup_cosine(step, cfg.lr, cfg.warmup_steps, cfg.schedule_steps, cfg.min_lr_ratio)
 
 
 def loss_fn(out: torch.Tensor, episodes: Episodes, target: str) -> torch.Tensor:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ..store.files import CheckpointError, atomic_write, sha256_bytes
+from ..train import warmup_cosine
 from .configs import LoadedModel, from_config, tiny_config
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "lm" / "shakespeare-neox"
@@ -79,10 +80,7 @@ def encode_corpus(tokenizer, works: list[str]) -> torch.Tensor:
 
 def lr_at(step: int, r: TextRecipe) -> float:
     """Linear warm-up over ``r.warmup`` steps, then cosine to ``r.min_lr_ratio`` of the peak."""
-    if step < r.warmup:
-        return r.lr * (step + 1) / r.warmup
-    progress = min((step - r.warmup) / max(r.steps - r.warmup, 1), 1.0)
-    return r.lr * (r.min_lr_ratio + (1 - r.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return warmup_cosine(step, r.lr, r.warmup, r.steps, r.min_lr_ratio)
 
 
 def next_token_bits(model: torch.nn.Module, ids: torch.Tensor, context: int) -> float:
