@@ -14,7 +14,7 @@ Baselines by tunnel (names as in :func:`baseline_names`; ``window-w`` etc. are t
   (:func:`window_filter`, built on :func:`bwt_lite.tunnels.hmm.recent_filter`); ``window-0`` is the
   state's marginal from T alone. A fixed window reads symbols locally and carries no belief forward.
 - recall: ``prior`` (uniform over the V values everywhere) and ``reader-no-binding``
-  (:func:`reader_no_binding`): knows which values were revealed but not which key holds which.
+  (:func:`reader_no_binding`): knows which keys and values were revealed but not which key holds which.
 - regression: ``prior`` (the prior predictive, ignores every pair) and ``one-pair``
   (:func:`one_pair_predictive`): the exact predictive from the most recent pair alone.
 - bijection: ``prior`` (uniform over the V values) and ``right-entropy`` (:func:`right_entropy`):
@@ -79,11 +79,13 @@ def window_filter(tunnel: HMM, episodes: Episodes, window: int) -> Tensor:
 
 
 def reader_no_binding(tunnel: Recall, episodes: Episodes) -> Tensor:
-    """Recall: a reader that knows which values were revealed but not which key holds which (B, P, V).
+    """Recall: the best reader that knows which keys and values were revealed but not which key holds which (B, P, V).
 
-    At a key seen before: uniform over the distinct values revealed so far in the episode (the right
-    value is always among them); at a new key: uniform over all V values, which is exact there.
-    Works on both layouts (every key token but the last is followed by its value token).
+    At a key seen before, the key is equally likely to be any of the distinct keys revealed so far, so
+    without the binding the best prediction is each value's share of those keys (two of three distinct
+    keys holding value 1 give it 2/3); the right value always has a share. At a new key: uniform over
+    all V values, which is exact there. Works on both layouts (every key token but the last is followed
+    by its value token).
     """
     _check(tunnel, Recall, "reader_no_binding")
     V, x, pos = tunnel.V, episodes.inputs, episodes.positions.to(episodes.inputs.device)
@@ -91,9 +93,10 @@ def reader_no_binding(tunnel: Recall, episodes: Episodes) -> Tensor:
     values = x[:, pos[:-1] + 1] - V  # (B, P - 1): the value of each pair but the last (never needed)
     key_hot = torch.nn.functional.one_hot(keys, V)
     key_seen = ((key_hot.cumsum(1) - key_hot) * key_hot).sum(2) > 0  # (B, P)
-    value_hot = torch.nn.functional.one_hot(values, V).to(torch.int64)
-    seen_before = torch.cat([torch.zeros_like(value_hot[:, :1]), value_hot.cumsum(1)], 1) > 0  # (B, P, V)
-    on_seen = seen_before.to(torch.float64) / seen_before.sum(2, keepdim=True).clamp_min(1)
+    first = (~key_seen[:, :-1]).unsqueeze(2)  # (B, P - 1, 1): the pair's key appears for the first time
+    value_hot = torch.nn.functional.one_hot(values, V).to(torch.float64) * first
+    shares = torch.cat([torch.zeros_like(value_hot[:, :1]), value_hot.cumsum(1)], 1)  # (B, P, V): distinct keys per value
+    on_seen = shares / shares.sum(2, keepdim=True).clamp_min(1)
     return torch.where(key_seen.unsqueeze(2), on_seen, torch.full_like(on_seen, 1.0 / V))
 
 
@@ -293,7 +296,7 @@ def evaluate_baselines(tunnel: Tunnel, episodes: int = 2048, seed: int = 0, batc
 
 DESCRIPTIONS: dict[str, str] = {
     "prior": "ignores the context",
-    "reader-no-binding": "knows the revealed values, not which key holds which",
+    "reader-no-binding": "knows the revealed keys and values, not which key holds which",
     "one-pair": "exact predictive from the last pair alone",
     "right-entropy": "Bayes' entropy, no elimination",
 }

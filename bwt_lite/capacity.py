@@ -27,9 +27,11 @@ from .arguments import check_choice, check_int
 
 PAIRS = (4, 8, 16)  # stored pairs per episode (<= V = 16 keys)
 ARCHS = ("transformer", "lstm", "mamba")  # the architectures with a memory (the MLP has none)
-WIDTHS = (32, 64)  # d_model; d_head 16 for the transformer
+WIDTHS = (64, 128)  # d_model; d_head 16 for the transformer (128: the lite recall transformer's width)
 N_QUERIES = 8
-STEPS, BATCH = 2_000, 32  # the same budget for every cell: 64,000 training episodes
+STEPS, BATCH = 8_000, 32  # the same budget for every cell: at most 256,000 training episodes
+STOP_ACCURACY = 0.99  # a cell ends at the first held-out evaluation at or above this accuracy
+EVAL_EVERY = 500
 LR = 2e-3
 N_LAYERS = 2
 DATA_FILE = Path(__file__).parent / "data" / "capacity_sweep.json"
@@ -43,22 +45,33 @@ def sweep_preset(arch: str, n_pairs: int, d_model: int, *, steps: int = STEPS, s
     if d_model % 16:
         raise ValueError(f"d_model must be a multiple of 16 (the transformer's d_head), got {d_model}")
     base = get_preset("recall", arch, "lite", steps=steps, batch_size=BATCH, lr=LR, warmup_steps=100,
-                      min_lr_ratio=0.1, eval_every=max(steps // 4, 1), seed=seed)
+                      min_lr_ratio=0.1, eval_every=min(EVAL_EVERY, steps), seed=seed,
+                      stop_accuracy=STOP_ACCURACY)
     tunnel = make_tunnel(**{**base.tunnel, "variant": "mqar", "n_pairs": n_pairs, "n_queries": N_QUERIES})
     model = replace(base.model, d_model=d_model, n_layers=N_LAYERS, n_heads=max(d_model // 16, 1),
                     vocab_size=tunnel.vocab_size, n_positions=tunnel.seq_len + 1)
     return replace(base, tunnel=tunnel.config(), model=model)
 
 
-def state_numbers(preset: Preset) -> int | None:
-    """Numbers a recurrent model carries from step to step (None for attention, whose memory grows with
-    the sequence): the LSTM's hidden and cell states, Mamba's (d_inner x 16) state per block."""
+def state_numbers(preset: Preset) -> int:
+    """Numbers a model carries from one token to the next by the end of an episode: the LSTM's hidden and
+    cell states, Mamba's (d_inner x 16) state per block (both fixed in size), and for the transformer
+    its key and value cache, which grows with the sequence (2 x d_model per token per layer)."""
     m = preset.model
     if m.arch == "lstm":
         return 2 * m.d_model * m.n_layers
     if m.arch == "mamba":
         return EXPAND * m.d_model * D_STATE * m.n_layers
-    return None
+    return 2 * m.d_model * m.n_layers * make_tunnel(**preset.tunnel).seq_len
+
+
+def no_binding_accuracy(n_pairs: int, V: int = 16, episodes: int = 4096, seed: int = 0) -> float:
+    """Query accuracy of the best reader without binding on MQAR with ``n_pairs`` pairs (the
+    ``reader-no-binding`` baseline of :mod:`bwt_lite.baselines`, scored like a model)."""
+    from .baselines import evaluate_baseline
+
+    tunnel = make_tunnel("recall", V=V, variant="mqar", n_pairs=n_pairs, n_queries=N_QUERIES)
+    return float(evaluate_baseline(tunnel, "reader-no-binding", episodes=episodes, seed=seed).accuracy)
 
 
 def sweep_presets(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths: Iterable[int] = WIDTHS,
@@ -88,13 +101,17 @@ def run_sweep(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths
 
 def save_sweep(rows: Sequence[dict[str, Any]], path: Path | str = DATA_FILE, command: str = "") -> Path:
     path = Path(path)
+    pairs = sorted({r["n_pairs"] for r in rows})
     path.write_text(json.dumps({"command": command, "steps": STEPS, "batch_size": BATCH, "lr": LR,
-                                "n_queries": N_QUERIES, "rows": list(rows)}, indent=1) + "\n")
+                                "stop_accuracy": STOP_ACCURACY, "n_queries": N_QUERIES,
+                                "no_binding_accuracy": {str(n): no_binding_accuracy(n) for n in pairs},
+                                "rows": list(rows)}, indent=1) + "\n")
     return path
 
 
 def load_sweep(path: Path | str = DATA_FILE) -> dict[str, Any]:
-    """The shipped sweep: ``{"command", "steps", "batch_size", "lr", "n_queries", "rows": [...]}``."""
+    """The shipped sweep: ``{"command", "steps", "batch_size", "lr", "stop_accuracy", "n_queries",
+    "no_binding_accuracy": {pairs: accuracy}, "rows": [...]}``."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/capacity_sweep.py to create it")

@@ -107,7 +107,8 @@ def fit(
     ``compile_model`` choose mixed precision and ``torch.compile`` (:mod:`bwt_lite.runtime.device`; neither is
     part of the preset). With ``log``, a line with steps/s and the time left is written at every
     evaluation and, without a progress bar, at least every ``log_every_s`` seconds. ``stop`` is asked
-    after every evaluation (for benchmarks: time to a target); when it says True, training ends early.
+    after every evaluation (for benchmarks: time to a target); when it says True, training ends early,
+    as it does at the first evaluation whose accuracy reaches ``cfg.stop_accuracy`` (when set).
 
     With ``cfg.ema > 0`` a moving average of the weights follows the training (:func:`weight_average`):
     it is what the evaluations score and what is returned, while the raw weights (in the state, for
@@ -146,7 +147,8 @@ def fit(
             model.train()
             state.history.append(row)
             report.evaluated(done, row)
-            stopped = stop is not None and bool(stop(row))
+            stopped = bool(cfg.stop_accuracy and (row.get("accuracy") or 0.0) >= cfg.stop_accuracy)
+            stopped = stopped or (stop is not None and bool(stop(row)))
         report.stepped(done)
         if on_checkpoint is not None and (done % ckpt_every == 0 or done == cfg.steps):
             on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average, losses))

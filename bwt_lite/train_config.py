@@ -32,6 +32,7 @@ class TrainConfig:
     eval_episodes: int = 512  # held-out episodes per evaluation during training
     ema: float = 0.0  # decay of a moving average of the weights, evaluated and saved (0: off, the raw weights)
     decay_steps: int = 0  # length of the warmup + cosine schedule (0: steps); more than steps stops before its end
+    stop_accuracy: float = 0.0  # end the run at the first evaluation whose held-out accuracy reaches this (0: off)
 
     def __post_init__(self) -> None:
         check_choice("target", self.target, TARGET_MODES)
@@ -42,6 +43,8 @@ class TrainConfig:
             raise ValueError("warmup_steps must be >= 0 and lr > 0")
         if not 0.0 <= self.ema < 1.0:
             raise ValueError(f"ema must be in [0, 1) (0: no weight average), got {self.ema}")
+        if not 0.0 <= self.stop_accuracy <= 1.0:
+            raise ValueError(f"stop_accuracy must be in [0, 1] (0: train all steps), got {self.stop_accuracy}")
         if self.decay_steps and self.decay_steps <= self.warmup_steps:
             raise ValueError(f"decay_steps must be 0 (the schedule spans steps) or more than warmup_steps "
                              f"({self.warmup_steps}), got {self.decay_steps}")
@@ -53,7 +56,7 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for name in ("ema", "decay_steps"):  # added later: left out when off, so older presets keep their keys
+        for name in ("ema", "decay_steps", "stop_accuracy"):  # added later: left out when off, so older presets keep their keys
             if not d[name]:
                 del d[name]
         return d

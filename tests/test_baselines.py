@@ -67,8 +67,9 @@ def test_reader_without_binding_by_hand():
     t = make_tunnel("recall", V=V, L=5)
     ep = _recall_inputs([0, 1, 0, 2, 1], [1, 3, 1, 1, 3], V)  # f(0) = 1, f(1) = 3, f(2) = 1
     q = bl.reader_no_binding(t, ep)[0]
-    u, half = [0.25] * 4, [0.0, 0.5, 0.0, 0.5]
-    assert q.tolist() == [u, u, half, u, half]  # seen keys: uniform over the distinct values {1, 3}
+    u, half, shares = [0.25] * 4, [0.0, 0.5, 0.0, 0.5], [0.0, 2 / 3, 0.0, 1 / 3]
+    # seen keys: each value's share of the distinct keys revealed so far ({0: 1, 1: 3}, then {.., 2: 1})
+    assert q.tolist() == [u, u, half, u, shares]
 
 
 @pytest.mark.parametrize("variant", ["default", "mqar"])
@@ -79,8 +80,9 @@ def test_reader_without_binding_brute_force(variant):
     keys, vals = ep.inputs[:, ep.positions], ep.target
     for b in range(32):
         for p in range(len(ep.positions)):
-            ks, vs = keys[b, :p].tolist(), set(vals[b, :p].tolist())
-            want = [1 / len(vs) if v in vs else 0.0 for v in range(6)] if keys[b, p] in ks else [1 / 6] * 6
+            held = dict(zip(keys[b, :p].tolist(), vals[b, :p].tolist()))  # distinct key -> its value
+            want = ([list(held.values()).count(v) / len(held) for v in range(6)] if keys[b, p].item() in held
+                    else [1 / 6] * 6)
             assert q[b, p].tolist() == pytest.approx(want, abs=1e-15)
     seen = t.seen_mask(ep)
     assert (q.gather(2, ep.target.unsqueeze(2)).squeeze(2)[seen] > 0).all()  # the answer is always allowed

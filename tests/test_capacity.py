@@ -22,7 +22,8 @@ def test_sweep_presets_share_one_budget_and_differ_in_pairs_and_width():
         assert t.variant == "mqar" and t.n_pairs in capacity.PAIRS and p.model.n_positions == t.seq_len + 1
     lstm, mamba = capacity.sweep_preset("lstm", 8, 32), capacity.sweep_preset("mamba", 8, 32)
     assert capacity.state_numbers(lstm) == 2 * 32 * 2 and capacity.state_numbers(mamba) == 2 * 32 * 16 * 2
-    assert capacity.state_numbers(capacity.sweep_preset("transformer", 8, 32)) is None
+    tr = capacity.sweep_preset("transformer", 8, 32)
+    assert capacity.state_numbers(tr) == 2 * 32 * 2 * make_tunnel(**tr.tunnel).seq_len  # its key-value cache
     with pytest.raises(ValueError, match="multiple of 16"):
         capacity.sweep_preset("lstm", 8, 40)
     with pytest.raises(ValueError, match="arch"):

@@ -46,6 +46,17 @@ def test_a_longer_schedule_stopped_early_is_the_same_run_cut_short():
         TrainConfig(warmup_steps=10, decay_steps=10)
 
 
+def test_a_run_ends_at_its_target_accuracy_and_says_so(tmp_path):
+    full, stopping = tiny(), tiny(stop_accuracy=1e-9)  # any accuracy above 0 reaches this target
+    assert "stop_accuracy" in stopping.train.to_dict() and "stop_accuracy" not in full.train.to_dict()
+    assert TrainConfig.from_dict(stopping.train.to_dict()) == stopping.train and full.key() != stopping.key()
+    _, meta = train_and_save(stopping, progress=False, root=tmp_path, log=lambda _: None)
+    assert meta["train_steps"] == 4 and [r["step"] for r in meta["history"]] == [4]  # the first evaluation
+    assert load_checkpoint(checkpoint_dir(stopping, tmp_path))[1]["train_steps"] == 4  # saved as finished
+    with pytest.raises(ValueError, match="stop_accuracy must be in"):
+        TrainConfig(stop_accuracy=1.5)
+
+
 def test_train_config_rejects_unknown_target():
     with pytest.raises(ValueError, match="unknown target 'hard'; allowed: sampled, soft"):
         TrainConfig(target="hard")

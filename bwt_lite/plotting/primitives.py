@@ -128,27 +128,3 @@ def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any
     axes[0].figure.suptitle(f"{tunnel}: the window ladder and the models")
     axes[0].figure.tight_layout()
     return axes[0].figure
-
-
-def plot_capacity(rows: Sequence[dict[str, Any]], ax: Any = None) -> Any:
-    """Accuracy against stored pairs, one line per (architecture, width); ``rows``: those of
-    :func:`bwt_lite.capacity.run_sweep` (or ``load_sweep()["rows"]``).
-
-    Used by ``experiments/capacity_sweep.py`` (no chapter yet).
-    """
-    if ax is None:
-        _, ax = panels(1, width=6.4, height=4.0)
-    colors = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
-    for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
-        pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
-        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o", color=colors.get(arch),
-                linestyle="-" if d == max(r["d_model"] for r in rows) else "--", label=f"{arch}, d={d}")
-    pairs = sorted({r["n_pairs"] for r in rows})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(pairs, [str(p) for p in pairs])
-    ax.set_xlabel("stored pairs")
-    ax.set_ylabel("query accuracy (%)")
-    ax.set_ylim(0, 102)
-    ax.set_title("Binding capacity (MQAR, equal training budget)")
-    ax.legend(fontsize="small")
-    return ax.figure

@@ -302,3 +302,54 @@ def recall_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, positio
         show, seed=ipywidgets.IntText(value=seed, description="episode seed"),
         position=ipywidgets.IntSlider(value=position, min=0, max=n - 1, description="key step",
                                       continuous_update=False))
+
+
+CAPACITY_COLORS = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
+
+
+def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] | None = None,
+                  title: str = "") -> Figure:
+    """Binding capacity on MQAR, two panels. Left: query accuracy against stored pairs, one line per
+    (architecture, width). Right: at the largest pair count, accuracy against the numbers each model
+    carries from token to token (:func:`bwt_lite.capacity.state_numbers`: the recurrent state, or the
+    transformer's key-value cache), log scale.
+
+    ``rows``: those of :func:`bwt_lite.capacity.run_sweep` (or ``load_sweep()["rows"]``);
+    ``no_binding``: {pairs: accuracy} of the best reader without binding, drawn as a grey line.
+
+    Used in chapter 4.
+    """
+    if not rows:
+        raise ValueError("rows has no cells to draw")
+    fig, (ax, ax_state) = panels(2, height=3.6)
+    widest = max(r["d_model"] for r in rows)
+    pairs = sorted({r["n_pairs"] for r in rows})
+    if no_binding:
+        nb = sorted((int(k), v) for k, v in no_binding.items())
+        ax.plot([k for k, _ in nb], [100 * v for _, v in nb], color="0.55", linestyle=":", marker="x",
+                label="reader without binding")
+    for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
+        pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
+        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o", color=CAPACITY_COLORS.get(arch),
+                linestyle="-" if d == widest else "--", label=f"{arch}, d={d}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(pairs, [str(p) for p in pairs])
+    ax.set_xlabel("stored pairs")
+    ax.set_ylabel("query accuracy (%)")
+    ax.set_ylim(0, 102)
+    ax.legend(fontsize="x-small")
+    last = [r for r in rows if r["n_pairs"] == pairs[-1]]
+    for r in last:
+        ax_state.scatter(r["state_numbers"], 100 * r["accuracy"], color=CAPACITY_COLORS.get(r["arch"]),
+                         marker="o" if r["d_model"] == widest else "s", s=40, zorder=3)
+        ax_state.annotate(f"{r['arch']} d={r['d_model']}", (r["state_numbers"], 100 * r["accuracy"]),
+                          textcoords="offset points", xytext=(4, 4), fontsize="x-small")
+    if no_binding and str(pairs[-1]) in {str(k) for k in no_binding}:
+        level = {str(k): v for k, v in no_binding.items()}[str(pairs[-1])]
+        ax_state.axhline(100 * level, color="0.55", linestyle=":")
+    ax_state.set_xscale("log")
+    ax_state.set_xlabel("numbers carried between tokens")
+    ax_state.set_ylabel(f"query accuracy at {pairs[-1]} pairs (%)")
+    ax_state.set_ylim(0, 102)
+    return finish(fig, title or "Binding capacity (MQAR, the same training budget)")
+
