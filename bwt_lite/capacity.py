@@ -21,7 +21,7 @@ from .checkpoints import load_or_train
 from .evaluate import evaluate
 from .presets import Preset, get_preset
 from .runtime.pool import train_presets
-from .models.mamba import D_STATE, EXPAND
+from .models.mamba import D_CONV, D_STATE, EXPAND
 from .tunnels import make_tunnel
 from .arguments import check_choice, check_int
 
@@ -55,13 +55,14 @@ def sweep_preset(arch: str, n_pairs: int, d_model: int, *, steps: int = STEPS, s
 
 def state_numbers(preset: Preset) -> int:
     """Numbers a model carries from one token to the next by the end of an episode: the LSTM's hidden and
-    cell states, Mamba's (d_inner x 16) state per block (both fixed in size), and for the transformer
+    cell states, Mamba's (d_inner x 16) state and its convolution's last 3 inputs per block (both fixed
+    in size), and for the transformer
     its key and value cache, which grows with the sequence (2 x d_model per token per layer)."""
     m = preset.model
     if m.arch == "lstm":
         return 2 * m.d_model * m.n_layers
     if m.arch == "mamba":
-        return EXPAND * m.d_model * D_STATE * m.n_layers
+        return EXPAND * m.d_model * (D_STATE + D_CONV - 1) * m.n_layers
     return 2 * m.d_model * m.n_layers * make_tunnel(**preset.tunnel).seq_len
 
 
@@ -72,6 +73,34 @@ def no_binding_accuracy(n_pairs: int, V: int = 16, episodes: int = 4096, seed: i
 
     tunnel = make_tunnel("recall", V=V, variant="mqar", n_pairs=n_pairs, n_queries=N_QUERIES)
     return float(evaluate_baseline(tunnel, "reader-no-binding", episodes=episodes, seed=seed).accuracy)
+
+
+BINDS = 0.9  # query accuracy at which a cell binds (the primitives table's recall threshold)
+NO_BETTER = 0.05  # within this of the reader without binding: no binding shown
+
+
+def verdict(row: dict[str, Any], no_binding: float) -> str:
+    """"binds" (accuracy >= :data:`BINDS`), "no" (within :data:`NO_BETTER` of the reader without
+    binding, ``no_binding``, or below it) or "partly" (in between)."""
+    if row["accuracy"] >= BINDS:
+        return "binds"
+    return "no" if row["accuracy"] < no_binding + NO_BETTER else "partly"
+
+
+def summary_lines(rows: Sequence[dict[str, Any]], no_binding: dict[int, float]) -> list[str]:
+    """One line per (architecture, width): accuracy at each pair count, where it binds, episodes used."""
+    lines = []
+    for arch, d in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
+        cells = sorted((r for r in rows if (r["arch"], r["d_model"]) == (arch, d)), key=lambda r: r["n_pairs"])
+        accs = ", ".join(f"{r['n_pairs']} pairs {100 * r['accuracy']:.1f} %" for r in cells)
+        binds = [r["n_pairs"] for r in cells if verdict(r, no_binding[r["n_pairs"]]) == "binds"]
+        flat = [r["n_pairs"] for r in cells if verdict(r, no_binding[r["n_pairs"]]) == "no"]
+        where = (f"binds at {', '.join(map(str, binds))} pairs" if binds else "binds at no pair count")
+        if flat:
+            where += f"; at the reader without binding at {', '.join(map(str, flat))}"
+        used = ", ".join(f"{r['episodes']:,}" for r in cells)
+        lines.append(f"{arch} d={d}: {accs}; {where} (episodes used: {used})")
+    return lines
 
 
 def sweep_presets(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths: Iterable[int] = WIDTHS,

@@ -21,7 +21,7 @@ def test_sweep_presets_share_one_budget_and_differ_in_pairs_and_width():
         t = make_tunnel(**p.tunnel)
         assert t.variant == "mqar" and t.n_pairs in capacity.PAIRS and p.model.n_positions == t.seq_len + 1
     lstm, mamba = capacity.sweep_preset("lstm", 8, 32), capacity.sweep_preset("mamba", 8, 32)
-    assert capacity.state_numbers(lstm) == 2 * 32 * 2 and capacity.state_numbers(mamba) == 2 * 32 * 16 * 2
+    assert capacity.state_numbers(lstm) == 2 * 32 * 2 and capacity.state_numbers(mamba) == 2 * 32 * (16 + 3) * 2
     tr = capacity.sweep_preset("transformer", 8, 32)
     assert capacity.state_numbers(tr) == 2 * 32 * 2 * make_tunnel(**tr.tunnel).seq_len  # its key-value cache
     with pytest.raises(ValueError, match="multiple of 16"):
@@ -58,3 +58,21 @@ def test_the_experiment_script_smoke_runs(tmp_path, monkeypatch):
     out = tmp_path / "out.json"
     assert mod.main(["--steps", "2", "--episodes", "8", "--out", str(out)]) == 0
     assert len(capacity.load_sweep(out)["rows"]) == 1
+
+
+def test_verdicts_and_summary_lines_follow_the_reader_without_binding():
+    nb = {4: 0.34, 16: 0.2}
+    rows = [{"arch": "lstm", "d_model": 64, "n_pairs": 4, "accuracy": 0.95, "episodes": 64_000},
+            {"arch": "lstm", "d_model": 64, "n_pairs": 16, "accuracy": 0.22, "episodes": 256_000},
+            {"arch": "mamba", "d_model": 64, "n_pairs": 16, "accuracy": 0.5, "episodes": 256_000}]
+    assert [capacity.verdict(r, nb[r["n_pairs"]]) for r in rows] == ["binds", "no", "partly"]
+    lines = capacity.summary_lines(rows, nb)
+    assert lines[0] == ("lstm d=64: 4 pairs 95.0 %, 16 pairs 22.0 %; binds at 4 pairs; at the reader without "
+                        "binding at 16 (episodes used: 64,000, 256,000)")
+    assert lines[1].startswith("mamba d=64: 16 pairs 50.0 %; binds at no pair count")
+
+
+def test_the_reader_without_binding_guesses_the_most_common_stored_value():
+    acc = {n: capacity.no_binding_accuracy(n, episodes=512) for n in (1, 4, 16)}
+    assert acc[1] == 1.0  # one stored pair: its value is the answer
+    assert 1 / 16 < acc[16] < acc[4] < 1.0
