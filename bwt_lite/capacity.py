@@ -123,7 +123,8 @@ def run_sweep(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths
                      "n_layers": p.model.n_layers, "params": model.n_params, "state_numbers": state_numbers(p),
                      "accuracy": res.accuracy, "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits,
                      "steps": meta["train_steps"], "episodes": meta["train_steps"] * p.train.batch_size,
-                     "train_time_s": meta.get("train_time_s")})
+                     "train_time_s": meta.get("train_time_s"),
+                     "curve": [[h["step"] * p.train.batch_size, h["accuracy"]] for h in meta["history"]]})
         log(f"{p.model.arch} d={p.model.d_model} pairs={p.tunnel['n_pairs']}: accuracy {res.accuracy:.3f}")
     return rows
 

@@ -35,6 +35,7 @@ def test_a_tiny_sweep_runs_saves_loads_and_plots(tmp_path, monkeypatch):
     rows = capacity.run_sweep(pairs=(2, 4), archs=("lstm",), widths=(16,), steps=2, episodes=8, log=lambda _: None)
     assert [(r["arch"], r["n_pairs"], r["d_model"]) for r in rows] == [("lstm", 2, 16), ("lstm", 4, 16)]
     assert all(0 <= r["accuracy"] <= 1 and r["episodes"] == 2 * capacity.BATCH for r in rows)
+    assert all(r["curve"][-1][0] == r["episodes"] for r in rows)  # [episodes, accuracy] at each evaluation
     path = capacity.save_sweep(rows, tmp_path / "sweep.json", command="test")
     assert capacity.load_sweep(path)["rows"] == json.loads(json.dumps(rows))
     fig = plot_capacity(rows)

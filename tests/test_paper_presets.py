@@ -60,3 +60,12 @@ def test_paper_depth_lite_models_have_the_papers_layers(tunnel, layers):
 def test_paper_depth_is_refused_where_no_such_model_exists(tunnel, arch, scale):
     with pytest.raises(ValueError, match="depth='paper'"):
         get_preset(tunnel, arch, scale, depth="paper")
+
+
+@pytest.mark.parametrize("variant", [None, "slow"])
+def test_every_lite_hmm_cell_sees_the_same_number_of_training_episodes(variant):
+    from bwt_lite.presets import HMM_EPISODES
+
+    for arch in ("transformer", "mlp", "lstm", "mamba"):
+        t = get_preset("hmm", arch, "lite", variant=variant).train
+        assert t.steps * t.batch_size == HMM_EPISODES and t.steps // t.eval_every == 20, arch

@@ -218,7 +218,8 @@ def _figure_cases(monkeypatch) -> dict[str, Callable[[], Figure]]:
                "kl_bits": 0.3 / (w + 1) ** 2} for w in range(9)]
     ladder += [{"tunnel": "hmm", "kind": "model", "arch": a, "entropy_mae_bits": 0.05, "kl_bits": 0.01}
                for a in ("transformer", "lstm", "mamba")]
-    capacity = [{"arch": a, "d_model": d, "n_pairs": n, "accuracy": 0.5, "state_numbers": d * (n + 10)}
+    capacity = [{"arch": a, "d_model": d, "n_pairs": n, "accuracy": 0.5, "state_numbers": d * (n + 10),
+                 "curve": [[32 * s, 0.1 + s / 1e4] for s in (500, 1000, 1500)]}
                 for a in ("transformer", "lstm", "mamba") for d in (32, 64) for n in (4, 8, 16, 32)]
     trace = free_score_descent(torch.randn(12, 3, generator=g, dtype=torch.float64),
                                torch.randn(3, 4, generator=g, dtype=torch.float64), 1, steps=8)
@@ -283,6 +284,7 @@ def _figure_cases(monkeypatch) -> dict[str, Callable[[], Figure]]:
                                                                                   chance=1 / 16),
         "primitives.plot_window_ladder": lambda: plots.plot_window_ladder(ladder, "hmm"),
         "recall.plot_capacity": lambda: plots.plot_capacity(capacity, {4: 0.34, 8: 0.25, 16: 0.2, 32: 0.15}),
+        "recall.plot_capacity_curves": lambda: plots.plot_capacity_curves(capacity, 16, 0.2),
         "dynamics.plot_routing_step": lambda: plots.plot_routing_step(trace.alpha, trace.advantage, trace.loss, 4,
                                                                       symbols=[i % 4 for i in range(12)]),
         "dynamics.plot_speedup": lambda: plots.plot_speedup(

@@ -16,7 +16,8 @@ from .bayes import (plot_posterior_bars, plot_entropy_staircase, plot_posterior_
                     prediction_widget)
 from .hmm import (plot_hmm_posteriors, plot_position_errors, plot_hmm_step, hmm_filter_widget)
 from .recall import (RECALL_COLOR, NEW_KEY_COLOR, VALUE_COLOR, plot_recall_tokens, plot_recall_episode,
-                     plot_recall_fraction, plot_recall_breakdown, plot_recall_step, recall_widget, plot_capacity)
+                     plot_recall_fraction, plot_recall_breakdown, plot_recall_step, recall_widget, plot_capacity,
+                     plot_capacity_curves)
 from .regression import (plot_gaussian_errors_by_position, plot_variance_by_position, plot_predicted_vs_exact,
                          plot_standardised_residuals, plot_gaussian_predictive, plot_regression_step, regression_widget)
 from .primitives import (plot_primitives_entropy, plot_accuracy_by_pairs, primitives_widget, plot_window_ladder)

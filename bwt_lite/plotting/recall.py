@@ -353,3 +353,29 @@ def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] |
     ax_state.set_ylim(0, 102)
     return finish(fig, title or "Binding capacity (MQAR, the same training budget)")
 
+
+def plot_capacity_curves(rows: Sequence[dict[str, Any]], n_pairs: int, no_binding: float | None = None,
+                         title: str = "") -> Figure:
+    """Held-out query accuracy against training episodes for every cell of the sweep at ``n_pairs``
+    stored pairs (``rows[i]["curve"]``: [episodes, accuracy] pairs), with the reader without binding
+    as a grey line.
+
+    Used in chapter 4.
+    """
+    cells = [r for r in rows if r["n_pairs"] == n_pairs]
+    if not cells:
+        raise ValueError(f"no cell of the sweep has {n_pairs} pairs")
+    fig, ax = panels(1, width=6.4, height=3.6)
+    widest = max(r["d_model"] for r in cells)
+    for r in cells:
+        ep, acc = zip(*r["curve"])
+        ax.plot(ep, [100 * a for a in acc], color=CAPACITY_COLORS.get(r["arch"]),
+                linestyle="-" if r["d_model"] == widest else "--", label=f"{r['arch']}, d={r['d_model']}")
+    if no_binding is not None:
+        ax.axhline(100 * no_binding, color="0.55", linestyle=":", label="reader without binding")
+    ax.set_xlabel("training episodes")
+    ax.set_ylabel("held-out query accuracy (%)")
+    ax.set_ylim(0, 102)
+    ax.legend(fontsize="x-small")
+    return finish(fig, title or f"Learning curves at {n_pairs} stored pairs")
+
