@@ -97,7 +97,7 @@ def summary_lines(rows: Sequence[dict[str, Any]], no_binding: dict[int, float]) 
         flat = [r["n_pairs"] for r in cells if verdict(r, no_binding[r["n_pairs"]]) == "no"]
         where = (f"binds at {', '.join(map(str, binds))} pairs" if binds else "binds at no pair count")
         if flat:
-            where += f"; at the reader without binding at {', '.join(map(str, flat))}"
+            where += f"; at or below the reader without binding at {', '.join(map(str, flat))}"
         used = ", ".join(f"{r['episodes']:,}" for r in cells)
         lines.append(f"{arch} d={d}: {accs}; {where} (episodes used: {used})")
     return lines

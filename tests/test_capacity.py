@@ -68,7 +68,7 @@ def test_verdicts_and_summary_lines_follow_the_reader_without_binding():
             {"arch": "mamba", "d_model": 64, "n_pairs": 16, "accuracy": 0.5, "episodes": 256_000}]
     assert [capacity.verdict(r, nb[r["n_pairs"]]) for r in rows] == ["binds", "no", "partly"]
     lines = capacity.summary_lines(rows, nb)
-    assert lines[0] == ("lstm d=64: 4 pairs 95.0 %, 16 pairs 22.0 %; binds at 4 pairs; at the reader without "
+    assert lines[0] == ("lstm d=64: 4 pairs 95.0 %, 16 pairs 22.0 %; binds at 4 pairs; at or below the reader without "
                         "binding at 16 (episodes used: 64,000, 256,000)")
     assert lines[1].startswith("mamba d=64: 16 pairs 50.0 %; binds at no pair count")
 

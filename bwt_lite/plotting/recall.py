@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ..evaluate import recall_key_stats
 from ..metrics import entropy_bits
@@ -330,23 +331,25 @@ def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] |
                 label="reader without binding")
     for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
         pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
-        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o", color=CAPACITY_COLORS.get(arch),
-                linestyle="-" if d == widest else "--", label=f"{arch}, d={d}")
+        ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o" if d == widest else "s",
+                color=CAPACITY_COLORS.get(arch), linestyle="-" if d == widest else "--")
     ax.set_xscale("log", base=2)
     ax.set_xticks(pairs, [str(p) for p in pairs])
     ax.set_xlabel("stored pairs")
     ax.set_ylabel("query accuracy (%)")
     ax.set_ylim(0, 102)
-    ax.legend(fontsize="x-small")
     last = [r for r in rows if r["n_pairs"] == pairs[-1]]
+    handles = []  # one legend for both panels: colour = architecture; solid line and circle = widest model
     for r in last:
-        ax_state.scatter(r["state_numbers"], 100 * r["accuracy"], color=CAPACITY_COLORS.get(r["arch"]),
-                         marker="o" if r["d_model"] == widest else "s", s=40, zorder=3)
-        ax_state.annotate(f"{r['arch']} d={r['d_model']}", (r["state_numbers"], 100 * r["accuracy"]),
-                          textcoords="offset points", xytext=(4, 4), fontsize="x-small")
+        style = dict(color=CAPACITY_COLORS.get(r["arch"]), marker="o" if r["d_model"] == widest else "s")
+        ax_state.scatter(r["state_numbers"], 100 * r["accuracy"], s=40, zorder=3, **style)
+        handles.append(Line2D([], [], linestyle="-" if r["d_model"] == widest else "--",
+                              label=f"{r['arch']}, d={r['d_model']}", **style))
     if no_binding and str(pairs[-1]) in {str(k) for k in no_binding}:
         level = {str(k): v for k, v in no_binding.items()}[str(pairs[-1])]
         ax_state.axhline(100 * level, color="0.55", linestyle=":")
+        handles.append(Line2D([], [], color="0.55", linestyle=":", marker="x", label="reader without binding"))
+    ax_state.legend(handles=handles, fontsize="x-small", loc="upper left")
     ax_state.set_xscale("log")
     ax_state.set_xlabel("numbers carried between tokens")
     ax_state.set_ylabel(f"query accuracy at {pairs[-1]} pairs (%)")
