@@ -130,3 +130,12 @@ def test_the_shipped_model_predicts_held_out_shakespeare_far_better_than_its_ran
     assert random > meta["uniform_bits"] - 0.5  # a random init is close to a uniform guess over the vocabulary
     assert trained < random - 3  # training on text took off more than 3 bits per token
     assert meta["cpu_s"] <= 30 * 60  # the budget: 30 min of CPU
+
+
+def test_loading_the_shipped_model_prints_no_progress_bar(capfd):
+    from transformers.utils import logging as hf_logging
+
+    text_lm.load_text_lm()
+    out, err = capfd.readouterr()
+    assert "Loading weights" not in out + err  # it would show up in chapter 12 and on the start page
+    assert hf_logging.is_progress_bar_enabled()  # turned back on for everything else

@@ -202,9 +202,16 @@ def load_text_lm(path: Path | str = SHIPPED, device: str = "cpu") -> LoadedModel
     """The course's language model trained on Shakespeare (checked against its ``meta.json``), labelled
     as what it is: ``pretrained=False`` (it is not the model a chapter asks the hub for), ``trained=True``."""
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+    from transformers.utils import logging as hf_logging
 
     meta = read_meta(path)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, attn_implementation="eager")
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a local 7 MB load: its bar would only print "0/52" into the page
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, attn_implementation="eager")
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
     tok = PreTrainedTokenizerFast.from_pretrained(path)
     r = meta["recipe"]
     note = (f"{meta['name']}: the course's own {r['n_layers']}-layer GPT-NeoX ({meta['parameters']:,} parameters), "
