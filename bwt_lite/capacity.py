@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .checkpoints import load_or_train
 from .evaluate import evaluate
 from .presets import Preset, get_preset
+from .reproduce import THRESHOLDS
 from .runtime.pool import train_presets
 from .models.mamba import D_CONV, D_STATE, EXPAND
 from .tunnels import make_tunnel
@@ -75,7 +76,7 @@ def no_binding_accuracy(n_pairs: int, V: int = 16, episodes: int = 4096, seed: i
     return float(evaluate_baseline(tunnel, "reader-no-binding", episodes=episodes, seed=seed).accuracy)
 
 
-BINDS = 0.9  # query accuracy at which a cell binds (the primitives table's recall threshold)
+BINDS = THRESHOLDS["recall"][2]  # query accuracy at which a cell binds: the primitives table's recall threshold
 NO_BETTER = 0.05  # within this of the reader without binding: no binding shown
 
 
@@ -93,8 +94,9 @@ def summary_lines(rows: Sequence[dict[str, Any]], no_binding: dict[int, float]) 
     for arch, d in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
         cells = sorted((r for r in rows if (r["arch"], r["d_model"]) == (arch, d)), key=lambda r: r["n_pairs"])
         accs = ", ".join(f"{r['n_pairs']} pairs {100 * r['accuracy']:.1f} %" for r in cells)
-        binds = [r["n_pairs"] for r in cells if verdict(r, no_binding[r["n_pairs"]]) == "binds"]
-        flat = [r["n_pairs"] for r in cells if verdict(r, no_binding[r["n_pairs"]]) == "no"]
+        verdicts = [(r["n_pairs"], verdict(r, no_binding[r["n_pairs"]])) for r in cells]
+        binds = [n for n, v in verdicts if v == "binds"]
+        flat = [n for n, v in verdicts if v == "no"]
         where = (f"binds at {', '.join(map(str, binds))} pairs" if binds else "binds at no pair count")
         if flat:
             where += f"; at or below the reader without binding at {', '.join(map(str, flat))}"

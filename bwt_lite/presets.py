@@ -126,9 +126,8 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
 # The HMM (both variants): every architecture gets the same budget, 320,000 training episodes (the lite
 # transformer's 10,000 steps of 32), its steps scaled to its own batch, with 20 held-out evaluations per
 # run. The lite Mamba on the default HMM trains at a quarter of the Mamba learning rate: at 2e-3 its loss
-# stays at the uniform belief's (ln 5) for thousands of steps, at 5e-4 it leaves it within 1,000.
+# stays at the uniform belief's (ln 5) for thousands of steps, at 5e-4 it leaves it within 2,000.
 HMM_EPISODES = 320_000
-HMM_SLOW_EPISODES = HMM_EPISODES
 
 
 def _equal_budget(recipe: TrainConfig, episodes: int, evaluations: int = 20) -> TrainConfig:
@@ -146,7 +145,7 @@ TUNNEL_TRAIN.update({
 VARIANT_TRAIN: dict[tuple[str, str, str, str], TrainConfig] = {
     ("hmm", "slow", arch, "lite"): _equal_budget(
         TUNNEL_TRAIN[("hmm", arch, "lite")] if arch == "transformer" else replace(TRAIN[(arch, "lite")], target="soft"),
-        HMM_SLOW_EPISODES)
+        HMM_EPISODES)
     for arch in ARCHS
 }
 
