@@ -4,7 +4,7 @@ Backs chapter 3 and the scorecard's hmm-length row: the paper's HMM transformer,
 generalises to K = 30 and 50; the lite one, with a learned position table whose rows past the training
 length are never trained, errs about 3.9x more past position 20 than before it. Each scheme of
 ``bwt_lite.models.POSITIONS`` (learned table, fixed sinusoidal table, rotary embedding in attention,
-none) trains the lite HMM transformer's recipe with only ``positions`` changed
+ALiBi's recency bias in attention, none) trains the lite HMM transformer's recipe with only ``positions`` changed
 (``get_preset(..., positions=...)``), into the experiments' own folder (resumable: rerun to continue).
 Each model is scored with ``bwt_lite.evaluate`` on tunnels made at K = 20, 30 and 50 (seed 0 for
 every model, so all see the same episodes), and its per-position errors are averaged over the
@@ -12,9 +12,9 @@ positions inside the training length (< 20) and past it (>= 20); past it, the ex
 0-2 symbols (``bwt_lite.baselines``) are scored on the same episodes. A scheme transports past the
 training length when its past errors are at most ``MARGIN`` (``bwt_lite.reproduce``) times the best
 window's, both entropy MAE and KL: the scorecard's rule. The shipped HMM run took about 20 min on one
-core, so the four schemes take about 1 h 20 min on 2 CPU cores, one run after the other.
+core, so the five schemes take about 1 h 40 min on 2 CPU cores, one run after the other.
 
-    python experiments/hmm_positions.py [--schemes learned sinusoidal rotary none] [--lengths 20 30 50]
+    python experiments/hmm_positions.py [--schemes learned sinusoidal rotary alibi none] [--lengths 20 30 50]
                                         [--seed 0] [--steps N] [--episodes 2048] [--out ...]
 """
 from __future__ import annotations

@@ -13,9 +13,9 @@ from bwt_lite.tunnels import Bijection, make_tunnel
 from conftest import gen
 
 # head dims 8 and 16 (scales 1/sqrt(dh) that are and are not powers of two), with and without rotary positions
-# (on top of the learned table, and alone)
+# (on top of the learned table, and alone), and with the ALiBi recency bias (a per-head attention mask)
 CONFIGS = [dict(d_model=32, n_heads=4), dict(d_model=48, n_heads=3), dict(d_model=32, n_heads=4, rope=True),
-           dict(d_model=32, n_heads=4, positions="rotary")]
+           dict(d_model=32, n_heads=4, positions="rotary"), dict(d_model=48, n_heads=3, positions="alibi")]
 
 
 def model_of(seed: int = 0, **kw):

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bwt_lite.models import POSITIONS
+
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 SCRIPTS = sorted(p.stem for p in EXPERIMENTS.glob("*.py") if not p.name.startswith("_"))
 
@@ -67,7 +69,7 @@ def test_smoke_run(name, experiments, tmp_path):
     result = json.loads(out.read_text())
     assert result
     if name == "hmm_positions":
-        assert set(result["schemes"]) == {"learned", "sinusoidal", "rotary", "none"}
+        assert set(result["schemes"]) == set(POSITIONS)
         for row in result["schemes"].values():
             assert row["train_steps"] == 2 and row["per_length"]["20"]["past"]["entropy_mae_bits"] is None
             at50 = row["per_length"]["50"]

@@ -1,7 +1,7 @@
-"""Position schemes (``ModelConfig.positions``): learned table, sinusoidal table, rotary alone, none.
+"""Position schemes (``ModelConfig.positions``): learned table, sinusoidal table, rotary alone, ALiBi, none.
 
 Each builds and runs past the learned table's length (learned refuses it), the sinusoidal table is the
-closed form, rotary scores depend on relative positions only, "none" sees its prefix as a set, the
+closed form, rotary scores depend on relative positions only, ALiBi adds the closed-form recency bias, "none" sees its prefix as a set, the
 config and a checkpoint keep the scheme, and the default leaves every existing key unchanged."""
 import json
 import math
@@ -100,6 +100,25 @@ def test_rotary_scores_depend_on_relative_positions_only():
         assert close is same
 
 
+def test_alibi_adds_a_linear_recency_bias_to_the_scores():
+    """ALiBi: the same weights with and without it differ in the scores by exactly -m_h (i - j) below the
+    diagonal, slopes 2^(-8h/H); so the bias depends on the offset only, and the model runs at any length."""
+    from bwt_lite.models.transformer import alibi_slopes
+    assert torch.allclose(alibi_slopes(4), torch.tensor([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8], dtype=torch.float64))
+    x = tokens(2)
+    alibi, none = model_of("alibi").double(), model_of("none").double()
+    none.load_state_dict(alibi.state_dict())
+    assert alibi.embed.pos is None and alibi.backbone.blocks[0].attn.alibi
+    _, a = run_with_cache(alibi, x, names=[SCORES])
+    _, b = run_with_cache(none, x, names=[SCORES])
+    i = torch.arange(37, dtype=torch.float64)
+    expected = -alibi_slopes(4)[:, None, None] * (i[:, None] - i[None, :])  # (H, T, T)
+    below = torch.ones(37, 37, dtype=torch.bool).tril()
+    diff = (a[SCORES] - b[SCORES])[:, :, below]
+    assert torch.allclose(diff, expected[:, below].expand_as(diff), rtol=0, atol=1e-10)
+    assert torch.isinf(a[SCORES][:, :, ~below]).all()  # still causal
+
+
 def test_rotary_is_not_none():
     x = tokens()
     rotary, none = model_of("rotary"), model_of("none")
@@ -141,12 +160,13 @@ def test_preset_names_and_keys_of_the_schemes():
     presets = {s: get_preset("hmm", "transformer", positions=s) for s in POSITIONS}
     assert presets["sinusoidal"].name == "hmm-transformer-lite-pos-sinusoidal-soft"
     assert presets["none"].name == "hmm-transformer-lite-pos-none-soft"
-    assert len({p.key() for p in presets.values()}) == 4
+    assert presets["alibi"].name == "hmm-transformer-lite-pos-alibi-soft"
+    assert len({p.key() for p in presets.values()}) == len(POSITIONS)
     assert all(p.train == presets["learned"].train for p in presets.values())  # only the positions differ
 
 
 def test_bad_choices_raise():
-    with pytest.raises(ValueError, match="unknown positions 'absolute'; allowed: learned, sinusoidal, rotary, none"):
+    with pytest.raises(ValueError, match="unknown positions 'absolute'; allowed: learned, sinusoidal, rotary, alibi, none"):
         ModelConfig(**{**SMALL, "positions": "absolute"})
     with pytest.raises(ValueError, match="unknown positions"):
         get_preset("hmm", "transformer", positions="absolute")
@@ -154,6 +174,8 @@ def test_bad_choices_raise():
         ModelConfig(arch="mlp", **{**SMALL, "positions": "rotary"})
     with pytest.raises(ValueError, match="positions='rotary'.*transformer"):
         get_preset("hmm", "lstm", positions="rotary")
+    with pytest.raises(ValueError, match="positions='alibi'.*transformer, not arch='lstm'"):
+        ModelConfig(arch="lstm", **{**SMALL, "positions": "alibi"})
     with pytest.raises(ValueError, match="positions='rotary' needs an even head dimension"):
         build_model(ModelConfig(**{**SMALL, "d_model": 36, "n_heads": 4, "positions": "rotary"}))
     with pytest.raises(ValueError, match="rope=True adds rotary embedding to the learned table"):

@@ -107,8 +107,8 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
         raise ValueError(f"--depth paper: exists for the lite {have} only")
     positions = getattr(args, "positions", "learned")
-    if positions == "rotary" and args.arch != "transformer":
-        raise ValueError(f"--positions rotary: rotary embedding acts in attention, for the transformer only, "
+    if positions in ("rotary", "alibi") and args.arch != "transformer":
+        raise ValueError(f"--positions {positions}: it acts in attention, for the transformer only, "
                          f"not {args.arch}")
     return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
                       **overrides)

@@ -5,9 +5,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 # How position enters a model: a learned table added to the inputs (rows 0..n_positions-1), a fixed
-# sin/cos table (defined at any length), rotary embedding in attention only (transformer), or nothing
-# (causal attention alone tells positions apart).
-POSITIONS = ("learned", "sinusoidal", "rotary", "none")
+# sin/cos table (defined at any length), rotary embedding in attention only (transformer), a linear
+# recency bias on the attention scores only (ALiBi, transformer), or nothing (causal attention alone
+# tells positions apart).
+POSITIONS = ("learned", "sinusoidal", "rotary", "alibi", "none")
+ATTENTION_ONLY_POSITIONS = ("rotary", "alibi")  # schemes that act inside attention: transformer only
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,8 @@ class ModelConfig:
         if self.rope and self.positions != "learned":
             raise ValueError(f"rope=True adds rotary embedding to the learned table; with positions="
                              f"{self.positions!r} leave rope False (positions='rotary' is rotary alone)")
-        if self.positions == "rotary" and self.arch != "transformer":
-            raise ValueError(f"positions='rotary' (rotary embedding in attention) is for the transformer, "
+        if self.positions in ATTENTION_ONLY_POSITIONS and self.arch != "transformer":
+            raise ValueError(f"positions={self.positions!r} acts in attention: it is for the transformer, "
                              f"not arch={self.arch!r}")
 
     @property

@@ -8,7 +8,8 @@ embedding, if any.
   :data:`SINUSOIDAL_SCALE` so that each row's RMS is 0.02, the standard deviation the learned table and
   the token embedding start from: tokens and positions enter the residual stream at the same scale as
   with the learned table (at amplitude 1 the positions would outweigh the tokens about 35 to 1).
-- ``rotary`` and ``none``: no table (rotary embedding acts in attention, see ``transformer.py``).
+- ``rotary``, ``alibi`` and ``none``: no table (rotary embedding and the ALiBi recency bias act in
+  attention, see ``transformer.py``).
 """
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ class SinusoidalPositions(nn.Module):
 
 
 def position_table(cfg: ModelConfig) -> nn.Module | None:
-    """The adapter's position table for ``cfg.positions``: learned, sinusoidal, or None (rotary, none)."""
+    """The adapter's position table for ``cfg.positions``: learned, sinusoidal, or None (rotary, alibi,
+    none)."""
     if cfg.positions == "learned":
         return nn.Embedding(cfg.n_positions, cfg.d_model)
     if cfg.positions == "sinusoidal":

@@ -19,7 +19,10 @@ that block's work. A hook on any tensor of that block turns this off, so hooks s
 With ``cfg.rope`` (on top of the learned table) or ``cfg.positions == "rotary"`` (alone) the queries
 and keys are rotated by their position (rotary embedding, base 10,000, over the whole head), so a head
 can attend by relative offset ("two tokens back") at any position; ``hook_q`` and ``hook_k`` then hold
-the rotated vectors, whose dot products are the scores.
+the rotated vectors, whose dot products are the scores. With ``cfg.positions == "alibi"`` (Press et
+al., 2022) there is no position table: head h adds ``-m_h (i - j)`` to the score of query i on key j,
+with slopes ``m_h = 2^(-8 h / H)`` (h = 1..H), so each head prefers recent tokens at its own rate, the
+same at every position and at any length; ``hook_scores`` holds the scores with that bias added.
 """
 from __future__ import annotations
 
@@ -83,6 +86,22 @@ def _causal_bias(T: int, device: torch.device, dtype: torch.dtype) -> torch.Tens
 ATTENTION_METHODS = ("auto", "explicit", "sdpa")
 
 
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """(H,) ALiBi slopes ``2^(-8 h / H)`` for h = 1..H: from ``2^(-8/H)`` (a recency head) down to
+    ``2^-8`` (nearly position-blind)."""
+    return 2.0 ** (-8.0 * torch.arange(1, n_heads + 1, dtype=torch.float64) / n_heads)
+
+
+@functools.lru_cache(maxsize=32)
+def _alibi_bias(T: int, n_heads: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """(H, T, T): the causal bias plus ``-m_h (i - j)`` for query i and key j <= i, built once per length."""
+    with torch.inference_mode(False):
+        pos = torch.arange(T, device=device, dtype=torch.float64)
+        dist = (pos[:, None] - pos[None, :]).clamp(min=0)  # i - j on and below the diagonal
+        bias = -alibi_slopes(n_heads).to(device)[:, None, None] * dist
+        return (bias + _causal_bias(T, device, torch.float64)).to(dtype)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -93,6 +112,7 @@ class Attention(nn.Module):
             what = "rope" if cfg.rope else "positions='rotary'"
             raise ValueError(f"{what} needs an even head dimension, got d_model / n_heads = {self.d_head}")
         self.rope = cfg.rotary
+        self.alibi = cfg.positions == "alibi"
         self.q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.v = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -118,14 +138,21 @@ class Attention(nn.Module):
         q, k = self.hook_q(q), self.hook_k(k)
         v = self.hook_v(self.split(self.v(x)))
         P = q.shape[2]  # query rows: T, or len(rows)
-        bias = _causal_bias(T, x.device, q.dtype)
+        if self.alibi:  # (H, T, T) causal + recency bias, or its query rows
+            bias = _alibi_bias(T, self.n_heads, x.device, q.dtype)
+            bias = bias if rows is None else bias[:, rows]
+        else:  # (T, T) causal bias, or its query rows
+            bias = _causal_bias(T, x.device, q.dtype)
+            bias = bias if rows is None else bias[rows]
         if fused and head_mask is None and not (self.hook_scores.hooked or self.hook_pattern.hooked):
-            if rows is None:
+            if rows is None and not self.alibi:
                 z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             else:
-                z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[rows])
-        else:  # scores = q k^T / sqrt(dh), -inf above the diagonal, in one matrix product
-            scores = torch.baddbmm(bias if rows is None else bias[rows], q.flatten(0, 1),
+                z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        else:  # scores = q k^T / sqrt(dh) + bias (-inf above the diagonal), in one matrix product
+            if self.alibi:  # one (P, T) bias per head, repeated over the batch
+                bias = bias.unsqueeze(0).expand(B, -1, -1, -1).reshape(B * self.n_heads, P, T)
+            scores = torch.baddbmm(bias, q.flatten(0, 1),
                                    k.flatten(0, 1).transpose(1, 2), alpha=1 / math.sqrt(self.d_head))
             pattern = self.hook_scores(scores.view(B, self.n_heads, P, T)).softmax(-1)
             if head_mask is not None:
