@@ -168,6 +168,7 @@ class Preset:
             getattr(self.model, k) == v for k, v in deep.items())
         depth = f"-{self.model.n_layers}L" if is_deep else ""
         pos = "" if self.model.positions == "learned" else f"-pos-{self.model.positions}"
+        pos += "-alibi" if self.model.alibi else ""  # the learned table with ALiBi's recency bias
         return f"{tunnel}-{self.model.arch}-{self.scale}{depth}{pos}{soft}"  # e.g. hmm-transformer-lite-pos-none-soft
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,12 +193,14 @@ class Preset:
 
 
 def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
-               depth: str = "default", positions: str = "learned", **train_overrides: Any) -> Preset:
+               depth: str = "default", positions: str = "learned", alibi: bool = False,
+               **train_overrides: Any) -> Preset:
     """The named configuration, optionally with training fields overridden (steps, seed, target...).
 
     ``depth="paper"`` gives the lite model with the paper's number of layers (:data:`PAPER_DEPTH_SIZES`).
     ``positions`` is the model's position scheme (:data:`bwt_lite.models.POSITIONS`; ``"rotary"``: the
     transformer only); a scheme other than the learned table adds ``-pos-<scheme>`` to the name.
+    ``alibi=True`` adds ALiBi's recency bias in attention to the learned table (transformer only; ``-alibi``).
     """
     check_choice("tunnel", tunnel, sorted(TUNNELS))
     check_choice("arch", arch, ARCHS)
@@ -220,7 +223,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     if depth == "paper":
         sizes = PAPER_DEPTH_SIZES[(tunnel, arch)]
     model = ModelConfig(arch=arch, vocab_size=t.vocab_size, n_features=t.n_features, n_positions=n_positions,
-                        answer_tokens=t.answer_tokens, n_outputs=n_outputs, positions=positions, **sizes)
+                        answer_tokens=t.answer_tokens, n_outputs=n_outputs, positions=positions, alibi=alibi,
+                        **sizes)
     train = TUNNEL_TRAIN.get((tunnel, arch, scale), TRAIN[(arch, scale)])
     train = VARIANT_TRAIN.get((tunnel, targs.get("variant", ""), arch, scale), train)
     if train_overrides:

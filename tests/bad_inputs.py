@@ -136,6 +136,8 @@ CASES: list[Case] = [
     _c("eval-length-past-4x-the-table-without-one", "eval hmm transformer --positions none --length 300", "--length"),
     _c("eval-positions-unknown", "eval hmm transformer --positions absolute", "--positions"),
     _c("train-positions-rotary-not-transformer", "train hmm mlp --positions rotary --steps 3", "--positions"),
+    _c("train-alibi-not-transformer", "train hmm lstm --alibi --steps 3", "--alibi"),
+    _c("train-positions-alibi-not-transformer", "train hmm mamba --positions alibi --steps 3", "--positions"),
     _c("eval-device-meta", "eval bijection mlp --device meta", "--device"),
     _c("eval-paper-on-cpu", "eval bijection transformer --scale paper --device cpu", "--allow-cpu-paper"),
     _c("eval-unknown-variant", "eval bijection transformer --variant nope --length 5", "--variant"),

@@ -119,6 +119,28 @@ def test_alibi_adds_a_linear_recency_bias_to_the_scores():
     assert torch.isinf(a[SCORES][:, :, ~below]).all()  # still causal
 
 
+def test_alibi_on_the_learned_table_keeps_the_table_and_adds_the_bias():
+    """``alibi=True``: the learned table's parameters and the same recency bias as ``positions="alibi"``."""
+    x = tokens(2)[:, :10]
+    both, table = model_of("learned", alibi=True).double(), model_of("learned").double()
+    table.load_state_dict(both.state_dict())  # the same weights, table included
+    assert both.embed.pos is not None and both.backbone.blocks[0].attn.alibi and both.n_params == table.n_params
+    _, a = run_with_cache(both, x, names=[SCORES])
+    _, b = run_with_cache(table, x, names=[SCORES])
+    assert torch.allclose(a[SCORES][0, 0, 9, :10] - b[SCORES][0, 0, 9, :10],
+                          -0.25 * torch.arange(9, -1, -1, dtype=torch.float64), rtol=0, atol=1e-10)  # slope 2^-2 (H = 4)
+    cfg = ModelConfig(**{**SMALL, "alibi": True})
+    assert cfg.to_dict()["alibi"] is True and "alibi" not in ModelConfig(**SMALL).to_dict()
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+    preset = get_preset("hmm", "transformer", variant="slow", alibi=True)
+    assert preset.name == "hmm-slow-transformer-lite-alibi-soft" and preset.model.alibi
+    assert preset.train == get_preset("hmm", "transformer", variant="slow").train
+    with pytest.raises(ValueError, match="alibi=True adds ALiBi's recency bias to the learned table"):
+        ModelConfig(**{**SMALL, "alibi": True, "positions": "none"})
+    with pytest.raises(ValueError, match="alibi=True .* is for the transformer"):
+        ModelConfig(arch="lstm", **{**SMALL, "alibi": True})
+
+
 def test_rotary_is_not_none():
     x = tokens()
     rotary, none = model_of("rotary"), model_of("none")
@@ -204,6 +226,12 @@ def test_cli_positions_option(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["info", "hmm", "mlp", "--positions", "rotary"])
     assert exit_.value.code == 2 and "--positions rotary" in capsys.readouterr().err
+    assert main(["info", "hmm", "transformer", "--variant", "slow", "--alibi", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "hmm-slow-transformer-lite-alibi-soft" and out["model"]["alibi"] is True
+    with pytest.raises(SystemExit) as exit_:
+        main(["info", "hmm", "transformer", "--positions", "none", "--alibi"])
+    assert exit_.value.code == 2 and "--alibi" in capsys.readouterr().err
 
 
 def test_eval_length_past_the_table_only_without_a_learned_one():

@@ -110,8 +110,12 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
     if positions in ("rotary", "alibi") and args.arch != "transformer":
         raise ValueError(f"--positions {positions}: it acts in attention, for the transformer only, "
                          f"not {args.arch}")
+    alibi = getattr(args, "alibi", False)
+    if alibi and (args.arch != "transformer" or positions != "learned"):
+        raise ValueError(f"--alibi adds a recency bias to the learned table's attention: transformer and "
+                         f"--positions learned only, not {args.arch} with --positions {positions}")
     return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
-                      **overrides)
+                      alibi=alibi, **overrides)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

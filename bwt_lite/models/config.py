@@ -27,6 +27,7 @@ class ModelConfig:
     norm_eps: float = 1e-5  # RMSNorm / LayerNorm epsilon
     rope: bool = False  # transformer only: rotary positions in attention, on top of the learned table
     positions: str = "learned"  # one of POSITIONS; "rotary" is rotary embedding without the learned table
+    alibi: bool = False  # transformer only: ALiBi's recency bias in attention, on top of the learned table
 
     def __post_init__(self) -> None:
         if self.answer_tokens is not None and self.n_features > 0:
@@ -46,6 +47,11 @@ class ModelConfig:
         if self.rope and self.positions != "learned":
             raise ValueError(f"rope=True adds rotary embedding to the learned table; with positions="
                              f"{self.positions!r} leave rope False (positions='rotary' is rotary alone)")
+        if self.alibi and self.positions != "learned":
+            raise ValueError(f"alibi=True adds ALiBi's recency bias to the learned table; with positions="
+                             f"{self.positions!r} leave alibi False (positions='alibi' is the bias alone)")
+        if self.alibi and self.arch != "transformer":
+            raise ValueError(f"alibi=True (a recency bias in attention) is for the transformer, not arch={self.arch!r}")
         if self.positions in ATTENTION_ONLY_POSITIONS and self.arch != "transformer":
             raise ValueError(f"positions={self.positions!r} acts in attention: it is for the transformer, "
                              f"not arch={self.arch!r}")
@@ -56,14 +62,20 @@ class ModelConfig:
         return self.rope or self.positions == "rotary"
 
     @property
+    def recency_bias(self) -> bool:
+        """Does attention add ALiBi's recency bias (``alibi`` or ``positions="alibi"``)?"""
+        return self.alibi or self.positions == "alibi"
+
+    @property
     def n_classes(self) -> int:
         return len(self.answer_tokens) if self.answer_tokens is not None else self.n_outputs
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         # added later: left out at their defaults, so older presets and checkpoints keep their keys
-        if not d["rope"]:
-            del d["rope"]
+        for flag in ("rope", "alibi"):
+            if not d[flag]:
+                del d[flag]
         if d["positions"] == "learned":
             del d["positions"]
         if d["answer_tokens"] is not None:

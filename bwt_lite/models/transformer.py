@@ -23,6 +23,8 @@ the rotated vectors, whose dot products are the scores. With ``cfg.positions == 
 al., 2022) there is no position table: head h adds ``-m_h (i - j)`` to the score of query i on key j,
 with slopes ``m_h = 2^(-8 h / H)`` (h = 1..H), so each head prefers recent tokens at its own rate, the
 same at every position and at any length; ``hook_scores`` holds the scores with that bias added.
+``cfg.alibi`` adds the same bias on top of the learned table (absolute positions for reading, a
+recency preference for attending).
 """
 from __future__ import annotations
 
@@ -112,7 +114,7 @@ class Attention(nn.Module):
             what = "rope" if cfg.rope else "positions='rotary'"
             raise ValueError(f"{what} needs an even head dimension, got d_model / n_heads = {self.d_head}")
         self.rope = cfg.rotary
-        self.alibi = cfg.positions == "alibi"
+        self.alibi = cfg.recency_bias
         self.q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.v = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
