@@ -38,12 +38,14 @@ def train(preset: Preset, root: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def train_and_score(preset: Preset, root: Path, episodes: int) -> dict[str, Any]:
-    """Train ``preset`` into ``root`` (see :func:`train`) and score it on its own tunnel."""
+    """Train ``preset`` into ``root`` (see :func:`train`) and score it on its own tunnel; with its
+    training history (held-out entropy MAE at each evaluation)."""
     model, meta = train(preset, root)
     result = evaluate(model, make_tunnel(**preset.tunnel), episodes=episodes)
     return {"name": preset.name, "key": preset.key()[:16], "train_steps": meta["train_steps"],
             "train_time_s": meta["train_time_s"], "entropy_mae_bits": result.entropy_mae_bits,
-            "kl_bits": result.kl_bits, "accuracy": result.accuracy}
+            "kl_bits": result.kl_bits, "accuracy": result.accuracy,
+            "history": [{"step": h["step"], "entropy_mae_bits": h["entropy_mae_bits"]} for h in meta["history"]]}
 
 
 def write(out: Path, result: Any) -> None:

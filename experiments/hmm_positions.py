@@ -15,7 +15,9 @@ window's, both entropy MAE and KL: the scorecard's rule. The shipped HMM run too
 core, so the five schemes take about 1 h 40 min on 2 CPU cores, one run after the other.
 
     python experiments/hmm_positions.py [--schemes learned sinusoidal rotary alibi none] [--lengths 20 30 50]
-                                        [--seed 0] [--steps N] [--episodes 2048] [--out ...]
+                                        [--seed 0] [--alibi] [--steps N] [--episodes 2048] [--out ...]
+
+``--alibi`` (with ``--schemes learned``) trains the learned table with ALiBi's recency bias added.
 """
 from __future__ import annotations
 
@@ -80,13 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schemes", nargs="+", choices=POSITIONS, default=list(POSITIONS))
     p.add_argument("--lengths", type=int, nargs="+", default=[20, 30, 50])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alibi", action="store_true", help="add ALiBi's recency bias to the learned table (schemes: learned)")
     args = p.parse_args(argv)
+    if args.alibi and args.schemes != ["learned"]:
+        p.error("--alibi goes with --schemes learned (ALiBi alone is the scheme 'alibi')")
     base = get_preset("hmm", "transformer", "lite")
     trained = int(base.tunnel["K"])  # positions from here on were never seen in training
     windows = windows_past(base.tunnel, args.lengths, trained, args.episodes)
     schemes = {}
     for scheme in args.schemes:
-        preset = get_preset("hmm", "transformer", "lite", positions=scheme, **smoke({"seed": args.seed}, args.steps))
+        preset = get_preset("hmm", "transformer", "lite", positions=scheme, alibi=args.alibi,
+                            **smoke({"seed": args.seed}, args.steps))
         model, meta = train(preset, args.root)
         per_length = {K: score(model, preset.tunnel, K, trained, args.episodes, windows.get(K)) for K in args.lengths}
         schemes[scheme] = {"name": preset.name, "key": preset.key()[:16], "params": model.n_params,

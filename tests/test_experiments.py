@@ -26,7 +26,7 @@ def experiments(monkeypatch):
 ROOT = ["--root", "{tmp}/checkpoints"]  # the scripts built on _common train into a folder of their own
 SMOKE = {
     "hmm_window_ladder": ["--episodes", "32"],
-    "hmm_lr_sweep": ["--steps", "2", "--episodes", "16", "--lrs", "2e-3", *ROOT],
+    "hmm_lr_sweep": ["--steps", "2", "--episodes", "16", "--lrs", "2e-3", "--variant", "slow", "--seeds", "0", "1", *ROOT],
     "hmm_positions": ["--steps", "2", "--episodes", "8", *ROOT],
     "seeds_table": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--tunnel", "bijection", "--arch", "mlp",
                     *ROOT],
@@ -75,5 +75,9 @@ def test_smoke_run(name, experiments, tmp_path):
             at50 = row["per_length"]["50"]
             assert len(at50["per_position"]["entropy_mae"]) == 50 and at50["past"]["kl_bits"] is not None
         assert set(result["windows_past"]["50"]) == {"window-0", "window-1", "window-2"}
+    if name == "hmm_lr_sweep":
+        assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1)]
+        assert set(result["windows"]) == {f"window-{w}" for w in range(9)} and result["variant"] == "slow"
+        assert all(r["realises"] is False and r["history"][-1]["step"] == 2 for r in result["runs"])
     if name == "seeds_table":
         assert [r["seed"] for r in result["rows"]] == [0, 1] and all(r["train_steps"] == 2 for r in result["rows"])

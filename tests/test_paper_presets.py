@@ -69,3 +69,23 @@ def test_every_lite_hmm_cell_sees_the_same_number_of_training_episodes(variant):
     for arch in ("transformer", "mlp", "lstm", "mamba"):
         t = get_preset("hmm", arch, "lite", variant=variant).train
         assert t.steps * t.batch_size == HMM_EPISODES and t.steps // t.eval_every == 20, arch
+
+
+@pytest.mark.parametrize("tunnel", ["bijection", "recall", "regression"])
+def test_no_lite_cell_sees_more_episodes_than_the_transformer(tunnel):
+    """Bijection, recall and regression: the lite transformer's episodes are the budget. The MLP controls
+    (which never realise a primitive) and the recall LSTM get all of it; the regression LSTM and Mamba
+    the steps that fit in the transformer's training time; the others realise their primitive with less."""
+    from bwt_lite.presets import EQUAL_EPISODES, TIME_CAPPED_EPISODES
+
+    budget = EQUAL_EPISODES[tunnel]
+    t = get_preset(tunnel, "transformer", "lite").train
+    assert t.steps * t.batch_size == budget
+    for arch in ("mlp", "lstm", "mamba"):
+        r = get_preset(tunnel, arch, "lite").train
+        seen = r.steps * r.batch_size
+        assert seen <= budget, arch
+        if arch == "mlp" or (tunnel, arch) == ("recall", "lstm"):
+            assert seen == budget and r.steps // r.eval_every == 20, arch
+        if (tunnel, arch) in TIME_CAPPED_EPISODES:
+            assert seen == TIME_CAPPED_EPISODES[(tunnel, arch)] < budget, arch
