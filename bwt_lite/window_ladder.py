@@ -8,8 +8,13 @@ that carries its belief across the episode (transport) beats every short window.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
+# Seeds x peak learning rates of the lite transformer on the slow-mixing HMM, scored beside the ladder
+# (written by experiments/hmm_lr_sweep.py --variant slow; rendered in chapter 6)
+SLOW_SEEDS_FILE = Path(__file__).parent / "data" / "hmm_slow_seeds.json"
 METRIC_LABELS = {"entropy_mae_bits": "entropy MAE (bits)", "kl_bits": "KL (bits)"}
 
 
@@ -30,3 +35,19 @@ def window_equivalent(value: float, ws: Sequence[int], values: Sequence[float]) 
         if v1 <= value < v0:
             return f"between window-{w0} and window-{w1}"
     return f"below window-{ws[-1]}"
+
+
+def load_slow_seeds(path: Path | str = SLOW_SEEDS_FILE) -> dict[str, Any]:
+    """The shipped seed sweep on the slow-mixing HMM: ``{"variant", "recipe", "episodes", "commands",
+    "windows": {"window-w": {metric: value}}, "runs": [{"lr", "seed", "entropy_mae_bits", "kl_bits",
+    "realises", "history": [{"step", "entropy_mae_bits"}], ...}]}``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run experiments/hmm_lr_sweep.py --variant slow to create it")
+    return json.loads(path.read_text())
+
+
+def windows_of(sweep: dict[str, Any], metric: str = "entropy_mae_bits") -> tuple[list[int], list[float]]:
+    """The window ladder stored in a seed sweep: (w values, ``metric`` values)."""
+    ws = sorted(int(name.removeprefix("window-")) for name in sweep["windows"])
+    return ws, [sweep["windows"][f"window-{w}"][metric] for w in ws]

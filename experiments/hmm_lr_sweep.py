@@ -6,16 +6,17 @@ the shipped recipe of the chosen variant with only ``lr`` and ``seed`` changed (
 seed=...)``), trained with ``bwt_lite.checkpoints.train_and_save`` into the experiments' own folder
 (resumable: rerun to continue) and scored with ``bwt_lite.evaluate`` on held-out episodes, beside the
 exact window filters of ``bwt_lite.baselines`` on the same episodes and the primitives table's verdict
-(``bwt_lite.reproduce.realises``). A run takes about 15-20 min on one core, so the slow HMM's two rates
-x five seeds take about 3 h on 2 CPU cores.
+(``bwt_lite.reproduce.realises``), with its held-out learning curve. A run takes about 15-20 min on one
+core, so the slow HMM's two rates x five seeds take about 3 h on 2 CPU cores.
 
     python experiments/hmm_lr_sweep.py [--variant default|slow] [--lrs 1e-3 2e-3 4e-3] [--seeds 0 1 2]
                                        [--steps N] [--episodes 2048] [--out ...]
     python experiments/hmm_lr_sweep.py --variant slow --lrs 2e-3 1e-3 --seeds 0 1 2 3 4 \\
-        --out bwt_lite/data/hmm_slow_seeds.json
+        --out bwt_lite/data/hmm_slow_seeds.json       # --append adds runs to the file
 """
 from __future__ import annotations
 
+import json
 import sys
 
 from bwt_lite.baselines import evaluate_baselines
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", choices=sorted(MAX_WINDOW), default="default")
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 2e-3, 4e-3])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--append", action="store_true",
+                   help="add these runs to those already in --out (same variant and episodes; a rerun replaces its row)")
     args = p.parse_args(argv)
     variant = None if args.variant == "default" else args.variant
     tunnel_name = "hmm" if variant is None else f"hmm-{variant}"
@@ -50,9 +53,17 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"lr {lr:g}, seed {seed}: entropy MAE {row['entropy_mae_bits']:.4f} bits, "
                   f"KL {row['kl_bits']:.4f} bits, realises {row['realises']}")
-    command = "python experiments/hmm_lr_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = ("python experiments/hmm_lr_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    commands = [command]
+    if args.append and args.out.exists():
+        old = json.loads(args.out.read_text())
+        if (old["variant"], old["episodes"]) != (args.variant, args.episodes):
+            p.error(f"--append: {args.out} holds variant {old['variant']!r} on {old['episodes']} episodes")
+        done = {(r["lr"], r["seed"]) for r in rows}
+        rows = [r for r in old["runs"] if (r["lr"], r["seed"]) not in done] + rows
+        commands = old["commands"] + commands
     write(args.out, {"variant": args.variant, "recipe": base.train.to_dict(), "episodes": args.episodes,
-                     "command": command.strip(), "windows": windows, "runs": rows})
+                     "commands": commands, "windows": windows, "runs": rows})
     return 0
 
 

@@ -79,5 +79,11 @@ def test_smoke_run(name, experiments, tmp_path):
         assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1)]
         assert set(result["windows"]) == {f"window-{w}" for w in range(9)} and result["variant"] == "slow"
         assert all(r["realises"] is False and r["history"][-1]["step"] == 2 for r in result["runs"])
+        again = ["--steps", "2", "--episodes", "16", "--lrs", "1e-3", "--variant", "slow", "--seeds", "1",
+                 *(a.format(tmp=tmp_path) for a in ROOT)]
+        assert experiments(name).main([*again, "--out", str(out), "--append"]) == 0
+        result = json.loads(out.read_text())
+        assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1), (1e-3, 1)]
+        assert len(result["commands"]) == 2
     if name == "seeds_table":
         assert [r["seed"] for r in result["rows"]] == [0, 1] and all(r["train_steps"] == 2 for r in result["rows"])

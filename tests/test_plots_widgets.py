@@ -218,6 +218,10 @@ def _figure_cases(monkeypatch) -> dict[str, Callable[[], Figure]]:
                "kl_bits": 0.3 / (w + 1) ** 2} for w in range(9)]
     ladder += [{"tunnel": "hmm", "kind": "model", "arch": a, "entropy_mae_bits": 0.05, "kl_bits": 0.01}
                for a in ("transformer", "lstm", "mamba")]
+    seed_sweep = {"windows": {f"window-{w}": {"entropy_mae_bits": 0.4 / (w + 1), "kl_bits": 0.1} for w in range(9)},
+                  "runs": [{"lr": lr, "seed": sd, "history": [{"step": 500 * i, "entropy_mae_bits": 0.4 / i}
+                                                              for i in range(1, 21)]}
+                           for lr in (2e-3, 1e-3) for sd in range(5)]}
     capacity = [{"arch": a, "d_model": d, "n_pairs": n, "accuracy": 0.5, "state_numbers": d * (n + 10),
                  "curve": [[32 * s, 0.1 + s / 1e4] for s in (500, 1000, 1500)]}
                 for a in ("transformer", "lstm", "mamba") for d in (32, 64) for n in (4, 8, 16, 32)]
@@ -283,6 +287,7 @@ def _figure_cases(monkeypatch) -> dict[str, Callable[[], Figure]]:
         "primitives.plot_accuracy_by_pairs": lambda: plots.plot_accuracy_by_pairs({"a": ([2, 4, 8], [1, 0.8, 0.5])},
                                                                                   chance=1 / 16),
         "primitives.plot_window_ladder": lambda: plots.plot_window_ladder(ladder, "hmm"),
+        "primitives.plot_seed_curves": lambda: plots.plot_seed_curves(seed_sweep),
         "recall.plot_capacity": lambda: plots.plot_capacity(capacity, {4: 0.34, 8: 0.25, 16: 0.2, 32: 0.15}),
         "recall.plot_capacity_curves": lambda: plots.plot_capacity_curves(capacity, 16, 0.2),
         "dynamics.plot_routing_step": lambda: plots.plot_routing_step(trace.alpha, trace.advantage, trace.loss, 4,

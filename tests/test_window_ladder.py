@@ -36,3 +36,26 @@ def test_plot_has_both_metrics_and_the_model_lines():
     a, b = fig.axes[:2]
     assert a.get_yscale() == "log" and "KL" in b.get_ylabel()
     assert [line.get_label() for line in a.get_lines()][-1] == "mamba"
+
+
+def _sweep():
+    windows = {f"window-{w}": {"entropy_mae_bits": 0.4 / (w + 1), "kl_bits": 0.1 / (w + 1)} for w in (1, 0, 4)}
+    runs = [{"lr": lr, "seed": s, "entropy_mae_bits": 0.05, "kl_bits": 0.01, "realises": s == 1,
+             "history": [{"step": 500, "entropy_mae_bits": 0.4}, {"step": 1000, "entropy_mae_bits": 0.05}]}
+            for lr in (2e-3, 1e-3) for s in (0, 1)]
+    return {"windows": windows, "runs": runs}
+
+
+def test_seed_sweep_windows_and_curves(tmp_path):
+    from bwt_lite.plotting import plot_seed_curves
+    from bwt_lite.window_ladder import load_slow_seeds, windows_of
+
+    ws, values = windows_of(_sweep())
+    assert ws == [0, 1, 4] and values == [0.4, 0.2, 0.08]
+    fig = plot_seed_curves(_sweep())
+    assert [ax.get_title() for ax in fig.axes] == ["peak learning rate 0.002", "peak learning rate 0.001"]
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels == ["seed 0", "seed 1", "window-4", "0.5 x window-4"]
+    assert fig.axes[0].get_lines()[2].get_ydata()[0] == 0.08
+    with pytest.raises(FileNotFoundError, match="hmm_lr_sweep.py --variant slow"):
+        load_slow_seeds(tmp_path / "missing.json")

@@ -20,7 +20,8 @@ from .recall import (RECALL_COLOR, NEW_KEY_COLOR, VALUE_COLOR, plot_recall_token
                      plot_capacity_curves)
 from .regression import (plot_gaussian_errors_by_position, plot_variance_by_position, plot_predicted_vs_exact,
                          plot_standardised_residuals, plot_gaussian_predictive, plot_regression_step, regression_widget)
-from .primitives import (plot_primitives_entropy, plot_accuracy_by_pairs, primitives_widget, plot_window_ladder)
+from .primitives import (plot_primitives_entropy, plot_accuracy_by_pairs, primitives_widget, plot_window_ladder,
+                         plot_seed_curves)
 from .dynamics import (PULLED_COLOR, PUSHED_COLOR, plot_routing_step, plot_speedup, plot_frame_vs_precision,
                        routing_widget)
 from .style import (BAYES_COLOR, FORMULA_COLOR, ELIMINATED_COLOR, MARGINAL_COLOR, as_numpy)

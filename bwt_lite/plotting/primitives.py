@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..window_ladder import METRIC_LABELS, ladder
+from ..window_ladder import METRIC_LABELS, ladder, windows_of
 from .style import ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
 
 
@@ -103,6 +103,33 @@ def primitives_widget(rows: list[dict], tunnel: str | None = None, error: bool =
         show, tunnel=ipywidgets.Dropdown(options=tunnels, value=tunnel, description="tunnel"),
         archs=ipywidgets.SelectMultiple(options=archs, value=tuple(archs), description="architectures"),
         error=ipywidgets.Checkbox(value=error, description="entropy error instead of entropy"))
+
+
+def plot_seed_curves(sweep: dict[str, Any], *, window: int = 4, margin: float = 0.5) -> Figure:
+    """Held-out entropy MAE over training, one line per run of a seed sweep
+    (:func:`bwt_lite.window_ladder.load_slow_seeds`), one panel per peak learning rate, log scale;
+    the ``window``-symbol filter and ``margin`` times it (the bar for "realises") as dotted lines.
+
+    Used in chapter 6.
+    """
+    lrs = list(dict.fromkeys(r["lr"] for r in sweep["runs"]))
+    ws, values = windows_of(sweep)
+    bar = values[ws.index(window)]
+    fig, axes = panels(len(lrs), height=3.2, sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, lr in zip(axes, lrs):
+        for r in (r for r in sweep["runs"] if r["lr"] == lr):
+            steps = [h["step"] for h in r["history"]]
+            ax.plot(steps, [h["entropy_mae_bits"] for h in r["history"]], marker=".", label=f"seed {r['seed']}")
+        ax.axhline(bar, color="k", linestyle=":", label=f"window-{window}")
+        ax.axhline(margin * bar, color="k", linestyle="--", label=f"{margin:g} x window-{window}")
+        ax.set_yscale("log")
+        ax.set_xlabel("training step")
+        ax.set_title(f"peak learning rate {lr:g}")
+    axes[0].set_ylabel("held-out entropy MAE (bits)")
+    axes[-1].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
 
 
 def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any = None) -> Any:
