@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bwt_lite.checkpoints import train_and_save
+from bwt_lite.checkpoints import checkpoint_dir, load_checkpoint, train_and_save
 from bwt_lite.evaluate import evaluate
 from bwt_lite.presets import Preset
 from bwt_lite.tunnels import make_tunnel
@@ -33,7 +33,11 @@ def smoke(overrides: dict[str, Any], steps: int | None) -> dict[str, Any]:
 
 
 def train(preset: Preset, root: Path) -> tuple[Any, dict[str, Any]]:
-    """Train ``preset`` into ``root`` (resuming if interrupted; reused when already there): (model, meta)."""
+    """Train ``preset`` into ``root`` (resuming if interrupted; a finished checkpoint there is loaded,
+    verified against ``preset``, instead of trained again): (model, meta)."""
+    directory = checkpoint_dir(preset, root)
+    if (directory / "checkpoint.json").exists():
+        return load_checkpoint(directory, preset)
     return train_and_save(preset, progress=False, root=root, log=print)
 
 
