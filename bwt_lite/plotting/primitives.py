@@ -127,7 +127,9 @@ def plot_seed_curves(sweep: dict[str, Any], *, window: int = 4, margin: float = 
         ax.set_xlabel("training step")
         ax.set_title(f"peak learning rate {lr:g}")
     axes[0].set_ylabel("held-out entropy MAE (bits)")
-    axes[-1].legend(fontsize="small")
+    # one legend (the last panel has the most runs; seed colours are the same in every panel), in the
+    # first panel's lower left, which every run leaves empty
+    axes[0].legend(*axes[-1].get_legend_handles_labels(), fontsize="small", loc="lower left", ncol=2)
     fig.tight_layout()
     return fig
 
