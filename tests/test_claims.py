@@ -210,6 +210,7 @@ def test_fast_scorecard_robust_verdicts(fast_rows):
     assert row["bijection-mlp"].verdict == C.REPRODUCED  # at the context-blind plateau
     assert row["hmm-transformer"].verdict == C.NOT_REPRODUCED  # the 2-symbol window filter beats it
     assert "beats window-2: no" in row["hmm-transformer"].reason
+    assert "runs realise it there (chapter 6)" in row["hmm-transformer"].reason  # the slow-HMM seed sweep
     assert row["keys-orthogonal"].verdict == C.NOT_REPRODUCED  # less orthogonal than at random init
     # the shipped 6-layer model: its last block does almost nothing when bypassed (about 1x, not > 10x)
     assert row["layer-ablation"].verdict == C.NOT_REPRODUCED and "6-layer lite model" in row["layer-ablation"].reason
