@@ -155,8 +155,8 @@ TUNNEL_TRAIN.update({
     ("recall", "lstm", "lite"): _equal_budget(TRAIN[("lstm", "lite")], EQUAL_EPISODES["recall"]),
     ("regression", "mlp", "lite"): _equal_budget(TUNNEL_TRAIN[("regression", "mlp", "lite")],
                                                  EQUAL_EPISODES["regression"]),
-    **{("regression", arch, "lite"): _equal_budget(TUNNEL_TRAIN[("regression", arch, "lite")], episodes)
-       for (_, arch), episodes in TIME_CAPPED_EPISODES.items()},
+    **{(tunnel, arch, "lite"): _equal_budget(TUNNEL_TRAIN[(tunnel, arch, "lite")], episodes)
+       for (tunnel, arch), episodes in TIME_CAPPED_EPISODES.items()},
 })
 # Per-variant recipes, over the tunnel's: (tunnel, variant, arch, scale). The slow-mixing HMM keeps each
 # architecture's own lite learning rate (the Mamba's 2e-3 learns there).

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..models.config import ATTENTION_ONLY_POSITIONS
 from ..presets import PAPER_DEPTH_SIZES, Preset, get_preset
 from ..runtime import bench
 from ..runtime.device import device_name
@@ -107,7 +108,7 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
         raise ValueError(f"--depth paper: exists for the lite {have} only")
     positions = getattr(args, "positions", "learned")
-    if positions in ("rotary", "alibi") and args.arch != "transformer":
+    if positions in ATTENTION_ONLY_POSITIONS and args.arch != "transformer":
         raise ValueError(f"--positions {positions}: it acts in attention, for the transformer only, "
                          f"not {args.arch}")
     alibi = getattr(args, "alibi", False)
