@@ -115,13 +115,14 @@ HOW_MATCHED: dict[tuple[str, str], str] = {
 SEED_SHARE = 0.8
 
 
-def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int = 0) -> Any:
+def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int | None = None) -> Any:
     """The preset of a table cell: ``tunnel`` is a name of :data:`PRIMITIVE_TUNNELS` (a variant such as
-    ``"hmm-slow"`` resolves through :data:`VARIANT_CELLS`); ``seed`` is the training seed (0: the recipe's)."""
+    ``"hmm-slow"`` resolves through :data:`VARIANT_CELLS`); ``seed`` is the training seed (None: the
+    recipe's, the seed of the shipped checkpoint)."""
     check_choice("tunnel", tunnel, PRIMITIVE_TUNNELS)
     base, variant = VARIANT_CELLS.get(tunnel, (tunnel, None))
     kwargs: dict[str, Any] = {} if variant is None else {"variant": variant}
-    if seed:
+    if seed is not None:
         kwargs["seed"] = seed
     return get_preset(base, arch, scale, **kwargs)
 
@@ -258,7 +259,7 @@ def format_capacity_table(rows: list[dict[str, Any]]) -> str:
 def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 2048, seed: int = 0,
               device: str | torch.device = "cpu", archs: Iterable[str] = ARCHS, tunnels: Iterable[str] = PRIMITIVE_TUNNELS,
               progress: bool = False, download: bool = True, jobs: int = 1, baseline_rows: bool = True,
-              train_seeds: Iterable[int] = (0,), log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+              train_seeds: Iterable[int | None] = (None,), log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """Evaluate every (architecture, tunnel) cell at ``scale`` on ``episodes`` held-out episodes.
 
     Each model comes from the cache or the shipped checkpoints (hosted ones are downloaded when
@@ -279,7 +280,8 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     without), ``reference`` (a candidate bar of :data:`REFERENCES`), and None for the verdict and
     paper fields.
 
-    With several ``train_seeds`` every cell is trained once per seed (``seed`` is the held-out
+    ``train_seeds``: the training seeds of each cell (None: the recipe's). With several, every cell is
+    trained once per seed (``seed`` is the held-out
     episodes' seed, the same for all): the row carries the median seed's numbers (:func:`median_seed`)
     and its ``seed``, ``seeds`` (each seed's metrics and verdict) and ``realised_seeds``; ``realises`` is
     then :func:`seed_verdict` (at least :data:`SEED_SHARE` of the seeds realise).
@@ -293,7 +295,8 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     if not train_seeds:
         raise ValueError("train_seeds must name at least one training seed")
     for s in train_seeds:
-        check_int("train seed", s, 0)
+        if s is not None:
+            check_int("train seed", s, 0)
     cells = []
     for tunnel in tunnels:
         cells += [(tunnel, arch, cell_preset(tunnel, arch, scale, s)) for arch in archs for s in train_seeds]

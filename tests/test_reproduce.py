@@ -167,6 +167,9 @@ def test_seeds_median_and_the_four_of_five_rule(tiny):
     acc = [{"seed": s, "accuracy": v} for s, v in enumerate([0.9, 0.99, 0.5])]
     assert reproduce.median_seed("recall", acc)["seed"] == 0
     assert reproduce.cell_preset("bijection", "mlp", seed=3).train.seed == 3
+    recipe = reproduce.cell_preset("bijection", "mlp")  # None: the recipe's seed; an explicit 0 is seed 0
+    assert reproduce.cell_preset("bijection", "mlp", seed=0).train.seed == 0
+    assert reproduce.cell_preset("bijection", "mlp", seed=recipe.train.seed).key() == recipe.key()
     out = reproduce.reproduce("lite", episodes=8, download=False, archs=["mlp"], tunnels=["regression"],
                               train_seeds=[0, 1, 2], baseline_rows=False, log=lambda _: None)
     (row,) = out

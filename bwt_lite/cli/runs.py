@@ -110,7 +110,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 0
 
     check_jobs_on_cpu(args)
-    seeds = range(args.seeds)
+    seeds = [None] if args.seeds == 1 else list(range(args.seeds))  # one seed: the recipe's (the shipped checkpoint)
     cell_presets = [cells.cell_preset(t, a, args.scale, s)
                     for t in cells.PRIMITIVE_TUNNELS for a in ARCHS for s in seeds]
     writes = [p for p in cell_presets if args.retrain or find_checkpoint(p) is None]

@@ -1,0 +1,92 @@
+"""Seeds and threads for the primitives table: chosen cells trained from seeds 0-4 and judged seed by seed.
+
+Backs chapter 6's seed table (``bwt_lite/data/cell_seeds.json``, rendered with ``bwt_lite.cell_seeds``).
+Each seed is the cell's shipped recipe with only ``seed`` changed (``bwt_lite.reproduce.cell_preset``),
+trained into ``--cache`` (resumable; seed 0 at one thread is the shipped checkpoint, used when the
+cache lacks it) and scored on the primitives table's held-out episodes beside the tunnel's exact
+baselines, with the table's verdict per seed (``bwt_lite.reproduce.realises``). The thread count is
+the one each checkpoint records (``trained_on``): set it with ``OMP_NUM_THREADS``, and give each
+thread count its own ``--cache``. A seed of the bijection LSTM takes about 3 min of one core, of the
+bijection Mamba about 5, of the regression transformer about 15.
+
+    OMP_NUM_THREADS=1 python experiments/cell_seeds.py --cells bijection:lstm bijection:mamba --cache DIR1
+    OMP_NUM_THREADS=2 python experiments/cell_seeds.py --cells bijection:lstm --cache DIR2 \\
+        --out bwt_lite/data/cell_seeds.json --append
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from bwt_lite.baselines import evaluate_baselines
+from bwt_lite.cell_seeds import merge_cells
+from bwt_lite.checkpoints import load_checkpoint, train_and_save
+from bwt_lite.evaluate import evaluate
+from bwt_lite.reproduce import HMM_MAX_WINDOW, MAX_WINDOW, cell_preset, median_seed, realises, seed_verdict
+from bwt_lite.store.checkpoint import find_checkpoint
+from bwt_lite.tunnels import make_tunnel
+
+from _common import parser, smoke, write
+
+
+def threads_of(meta: dict) -> int:
+    """The thread count a checkpoint records (``trained_on.device_name``: ``"cpu (2 threads)"``)."""
+    m = re.search(r"\((\d+) threads?\)", meta.get("trained_on", {}).get("device_name", ""))
+    if m is None:
+        raise ValueError(f"{meta.get('name')}: no CPU thread count recorded in trained_on")
+    return int(m.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0], "cell_seeds.json")
+    p.add_argument("--cells", nargs="+", required=True, help="tunnel:arch, e.g. bijection:lstm hmm-slow:mamba")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--cache", type=Path, required=True, help="checkpoint cache of these runs (one per thread count)")
+    p.add_argument("--append", action="store_true", help="add these cells to those already in --out")
+    args = p.parse_args(argv)
+    os.environ["BWT_CACHE_DIR"] = str(args.cache)  # where find_checkpoint looks first
+    cells = []
+    for spec in args.cells:
+        tunnel, _, arch = spec.partition(":")
+        base = cell_preset(tunnel, arch, "lite")
+        bases = {name: r.to_dict() for name, r in evaluate_baselines(
+            make_tunnel(**base.tunnel), episodes=args.episodes, max_window=MAX_WINDOW.get(tunnel, HMM_MAX_WINDOW)).items()}
+        runs = []
+        for seed in args.seeds:
+            preset = cell_preset(tunnel, arch, "lite", seed)
+            preset = replace(preset, train=replace(preset.train, **smoke({}, args.steps)))
+            found = find_checkpoint(preset)  # the cache, then the shipped checkpoints (seed 0)
+            model, meta = load_checkpoint(found, preset) if found else train_and_save(
+                preset, progress=False, root=args.cache, log=print)
+            res = evaluate(model, make_tunnel(**preset.tunnel), episodes=args.episodes)
+            run = {"seed": seed, "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits,
+                   "accuracy": res.accuracy, "train_time_s": meta["train_time_s"], "threads": threads_of(meta)}
+            run["realises"] = bool(realises(tunnel, run, bases))
+            runs.append(run)
+        threads = {r["threads"] for r in runs}
+        if len(threads) != 1:
+            raise SystemExit(f"{spec}: seeds trained at different thread counts {sorted(threads)}; use one --cache per count")
+        cells.append({"tunnel": tunnel, "arch": arch, "threads": threads.pop(),
+                      "realises": bool(seed_verdict(r["realises"] for r in runs)),
+                      "realised_seeds": sum(r["realises"] for r in runs),
+                      "median_seed": median_seed(tunnel, runs)["seed"], "seeds": runs})
+        print(f"{spec} at {cells[-1]['threads']} thread(s): " + ", ".join(
+            f"seed {r['seed']} {r['entropy_mae_bits']:.4f}{' realises' if r['realises'] else ''}" for r in runs))
+    command = ("python experiments/cell_seeds.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    out = {"episodes": args.episodes, "commands": [command], "cells": cells}
+    if args.append and args.out.exists():
+        old = json.loads(args.out.read_text())
+        if old["episodes"] != args.episodes:
+            raise SystemExit(f"{args.out} scored {old['episodes']} episodes, not {args.episodes}")
+        out = {"episodes": args.episodes, "commands": old["commands"] + [command],
+               "cells": merge_cells(old["cells"], cells)}
+    write(args.out, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
