@@ -14,9 +14,10 @@ CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
 
 
 def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
-    """The shipped seed table: ``{"episodes", "commands", "cells": [{"tunnel", "arch", "threads",
-    "realises", "realised_seeds", "median_seed", "seeds": [{"seed", "entropy_mae_bits", "kl_bits",
-    "accuracy", "realises", "train_time_s"}]}]}``."""
+    """The shipped seed table: ``{"episodes", "commands", "cells": [{"tunnel", "arch", "threads", "steps",
+    "batch_size", "train_episodes", "realises", "realised_seeds", "median_seed", "seeds": [{"seed",
+    "entropy_mae_bits", "kl_bits", "accuracy", "realises", "train_time_s", "threads"}]}]}``
+    (``episodes``: the held-out episodes each seed is scored on)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/cell_seeds.py to create it")
@@ -24,22 +25,24 @@ def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
 
 
 def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``old`` with each cell of ``new`` added, replacing the cell of the same (tunnel, arch, threads)."""
-    key = lambda c: (c["tunnel"], c["arch"], c["threads"])  # noqa: E731
+    """``old`` with each cell of ``new`` added, replacing the cell of the same tunnel, arch, threads and
+    training episodes (a recipe's budget)."""
+    key = lambda c: (c["tunnel"], c["arch"], c["threads"], c["train_episodes"])  # noqa: E731
     merged = {key(c): c for c in old}
     merged.update({key(c): c for c in new})
     return list(merged.values())
 
 
 def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[list[Any]]:
-    """One row per (cell, threads): tunnel, arch, threads, each seed's ``metric`` marked ``*`` where
-    that seed realises, the count of seeds that realise, and the verdict ("yes" at 4 of 5)."""
+    """One row per cell, recipe and thread count: the cell ("bijection lstm"), training episodes, threads, each seed's
+    ``metric`` marked ``*`` where that seed realises, the count of seeds that realise, and the verdict
+    ("yes" at 4 of 5)."""
     rows = []
-    for c in sorted(table["cells"], key=lambda c: (c["tunnel"], c["arch"], c["threads"])):
+    for c in sorted(table["cells"], key=lambda c: (c["tunnel"], c["arch"], c["train_episodes"], c["threads"])):
         by_seed = {s["seed"]: s for s in c["seeds"]}
         marks = [f"{by_seed[s][metric]:.4f}{'*' if by_seed[s]['realises'] else ''}" if s in by_seed else "-"
                  for s in range(5)]
-        rows.append([c["tunnel"], c["arch"], c["threads"], *marks,
+        rows.append([f"{c['tunnel']} {c['arch']}", c["train_episodes"], c["threads"], *marks,
                      f"{c['realised_seeds']} of {len(c['seeds'])}", "yes" if c["realises"] else "no"])
     return rows
 

@@ -39,6 +39,7 @@ from .store.hosted import REGISTRY, registry_entry
 from .version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]  # the source checkout (releases are built from one)
+DATA_DIR = Path(__file__).resolve().parent / "data"
 COLAB = "https://colab.research.google.com"
 CHAPTER_GLOB = "chapters/[0-9][0-9]_*.ipynb"
 
@@ -110,7 +111,8 @@ def build_wheel(dest: Path, root: Path = ROOT) -> Path:
 
 def missing_checkpoints(wheel: Path) -> list[str]:
     """Shipped checkpoint files (``bwt_lite/data/checkpoints/<name>/...``, and the text model's under
-    ``bwt_lite/data/lm/``) that ``wheel`` does not hold."""
+    ``bwt_lite/data/lm/``) and the result files the chapters read (``bwt_lite/data/*.json``: the seed
+    tables and the capacity sweep) that ``wheel`` does not hold."""
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
     missing = []
@@ -119,6 +121,8 @@ def missing_checkpoints(wheel: Path) -> list[str]:
         missing += [f"{folder}/{f}" for f in (WEIGHTS, META) if f"{folder}/{f}" not in names]
     lm = f"bwt_lite/data/lm/{TEXT_LM.name}"  # chapter 12's model trained on Shakespeare
     missing += [f"{lm}/{f}" for f in (*TEXT_LM_FILES, "meta.json") if f"{lm}/{f}" not in names]
+    data = [f"bwt_lite/data/{f.name}" for f in sorted(DATA_DIR.glob("*.json"))]
+    missing += [f for f in data if f not in names]
     return missing
 
 

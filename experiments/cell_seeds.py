@@ -53,12 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.cells:
         tunnel, _, arch = spec.partition(":")
         base = cell_preset(tunnel, arch, "lite")
-        bases = {name: r.to_dict() for name, r in evaluate_baselines(
-            make_tunnel(**base.tunnel), episodes=args.episodes, max_window=MAX_WINDOW.get(tunnel, HMM_MAX_WINDOW)).items()}
+        base = replace(base, train=replace(base.train, **smoke({}, args.steps)))
+        windows = MAX_WINDOW.get(tunnel, HMM_MAX_WINDOW)
+        bases = {name: r.to_dict() for name, r in evaluate_baselines(make_tunnel(**base.tunnel), episodes=args.episodes,
+                                                                     max_window=windows).items()}
         runs = []
         for seed in args.seeds:
-            preset = cell_preset(tunnel, arch, "lite", seed)
-            preset = replace(preset, train=replace(preset.train, **smoke({}, args.steps)))
+            preset = replace(base, train=replace(base.train, seed=seed))
             found = find_checkpoint(preset)  # the cache, then the shipped checkpoints (seed 0)
             model, meta = load_checkpoint(found, preset) if found else train_and_save(
                 preset, progress=False, root=args.cache, log=print)
@@ -69,14 +70,20 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
         threads = {r["threads"] for r in runs}
         if len(threads) != 1:
-            raise SystemExit(f"{spec}: seeds trained at different thread counts {sorted(threads)}; use one --cache per count")
-        cells.append({"tunnel": tunnel, "arch": arch, "threads": threads.pop(),
+            raise SystemExit(f"{spec}: seeds trained at different thread counts {sorted(threads)}; "
+                             "use one --cache per count")
+        cells.append({"tunnel": tunnel, "arch": arch, "threads": threads.pop(), "steps": base.train.steps,
+                      "batch_size": base.train.batch_size, "train_episodes": base.train.steps * base.train.batch_size,
                       "realises": bool(seed_verdict(r["realises"] for r in runs)),
                       "realised_seeds": sum(r["realises"] for r in runs),
                       "median_seed": median_seed(tunnel, runs)["seed"], "seeds": runs})
         print(f"{spec} at {cells[-1]['threads']} thread(s): " + ", ".join(
             f"seed {r['seed']} {r['entropy_mae_bits']:.4f}{' realises' if r['realises'] else ''}" for r in runs))
-    command = ("python experiments/cell_seeds.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    words = list(argv if argv is not None else sys.argv[1:])
+    for i, w in enumerate(words[:-1]):  # the cache and output paths are this machine's
+        if w in ("--cache", "--out"):
+            words[i + 1] = "DIR" if w == "--cache" else Path(words[i + 1]).name
+    command = "python experiments/cell_seeds.py " + " ".join(words)
     out = {"episodes": args.episodes, "commands": [command], "cells": cells}
     if args.append and args.out.exists():
         old = json.loads(args.out.read_text())

@@ -105,5 +105,5 @@ def test_smoke_run(name, experiments, tmp_path):
         assert len(result["cells"]) == 2 and len(result["commands"]) == 2
         assert [len(c["seeds"]) for c in result["cells"]] == [1, 2]
         grid = seed_grid(result)
-        assert grid[0][:3] == ["bijection", "mlp", torch.get_num_threads()] and grid[0][4] == "-"
+        assert grid[0][:3] == ["bijection mlp", 2 * 64, torch.get_num_threads()] and grid[0][4] == "-"
         assert grid[0][-2:] == ["0 of 1", "no"]
