@@ -34,16 +34,17 @@ def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[di
 
 
 def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[list[Any]]:
-    """One row per cell, recipe and thread count: the cell ("bijection lstm"), training episodes, threads, each seed's
-    ``metric`` marked ``*`` where that seed realises, the count of seeds that realise, and the verdict
-    ("yes" at 4 of 5)."""
+    """One row per cell, recipe and thread count: the cell and its thread count ("bijection lstm (2
+    threads)"), its training episodes, each seed's ``metric`` marked ``*`` where that seed realises the
+    primitive, and how many seeds realise it ("4 of 5"; the cell realises it at 4 of 5)."""
     rows = []
     for c in sorted(table["cells"], key=lambda c: (c["tunnel"], c["arch"], c["train_episodes"], c["threads"])):
         by_seed = {s["seed"]: s for s in c["seeds"]}
         marks = [f"{by_seed[s][metric]:.4f}{'*' if by_seed[s]['realises'] else ''}" if s in by_seed else "-"
                  for s in range(5)]
-        rows.append([f"{c['tunnel']} {c['arch']}", c["train_episodes"], c["threads"], *marks,
-                     f"{c['realised_seeds']} of {len(c['seeds'])}", "yes" if c["realises"] else "no"])
+        threads = f"{c['threads']} thread{'s' if c['threads'] != 1 else ''}"
+        rows.append([f"{c['tunnel']} {c['arch']} ({threads})", c["train_episodes"], *marks,
+                     f"{c['realised_seeds']} of {len(c['seeds'])}"])
     return rows
 
 

@@ -149,8 +149,8 @@ TUNNEL_TRAIN.update({
 # recipe (more training would only strengthen a verdict they already reach): the bijection Mamba (5 of 5
 # seeds) and the recall Mamba (one seed so far). The bijection LSTM's own recipe (4,000 x 32) realises on
 # 2 of 5 seeds, so it trains on the full budget. Every row of `bwt reproduce` states the episodes it saw.
-# Where seeds 0-4 were trained (chapter 6, section 6.6), the recipe's seed is their median seed, so the
-# shipped checkpoint is the median run: the bijection LSTM's seed 4 and the bijection Mamba's seed 1.
+# The bijection LSTM's and Mamba's seeds 0-4 were trained (chapter 6, section 6.6): each recipe's seed is
+# their median seed (LSTM 4, Mamba 1), so the shipped checkpoint is the median run.
 EQUAL_EPISODES = {"bijection": 640_000, "recall": 384_000, "regression": 1_536_000}
 TIME_CAPPED_EPISODES = {("regression", "lstm"): 1_344_000, ("regression", "mamba"): 336_000}
 TUNNEL_TRAIN.update({

@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, w in enumerate(words[:-1]):  # the cache and output paths are this machine's
         if w in ("--cache", "--out"):
             words[i + 1] = "DIR" if w == "--cache" else Path(words[i + 1]).name
-    command = "python experiments/cell_seeds.py " + " ".join(words)
+    trained_at = ",".join(str(t) for t in sorted({c["threads"] for c in cells}))  # the training thread count
+    command = f"OMP_NUM_THREADS={trained_at} python experiments/cell_seeds.py " + " ".join(words)
     out = {"episodes": args.episodes, "commands": [command], "cells": cells}
     if args.append and args.out.exists():
         old = json.loads(args.out.read_text())

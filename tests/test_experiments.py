@@ -105,5 +105,6 @@ def test_smoke_run(name, experiments, tmp_path):
         assert len(result["cells"]) == 2 and len(result["commands"]) == 2
         assert [len(c["seeds"]) for c in result["cells"]] == [1, 2]
         grid = seed_grid(result)
-        assert grid[0][:3] == ["bijection mlp", 2 * 64, torch.get_num_threads()] and grid[0][4] == "-"
-        assert grid[0][-2:] == ["0 of 1", "no"]
+        n = torch.get_num_threads()
+        assert grid[0][:2] == [f"bijection mlp ({n} thread{'s' if n != 1 else ''})", 2 * 64] and grid[0][3] == "-"
+        assert grid[0][-1] == "0 of 1" and len(grid[0]) == 8
