@@ -2,12 +2,12 @@
 
 Backs chapter 6's seed table (``bwt_lite/data/cell_seeds.json``, rendered with ``bwt_lite.cell_seeds``).
 Each seed is the cell's shipped recipe with only ``seed`` changed (``bwt_lite.reproduce.cell_preset``),
-trained into ``--cache`` (resumable; seed 0 at one thread is the shipped checkpoint, used when the
-cache lacks it) and scored on the primitives table's held-out episodes beside the tunnel's exact
+trained into ``--cache`` (resumable; the recipe's own seed at one thread is the shipped checkpoint,
+used when the cache lacks it) and scored on the primitives table's held-out episodes beside the tunnel's exact
 baselines, with the table's verdict per seed (``bwt_lite.reproduce.realises``). The thread count is
 the one each checkpoint records (``trained_on``): set it with ``OMP_NUM_THREADS``, and give each
-thread count its own ``--cache``. A seed of the bijection LSTM takes about 3 min of one core, of the
-bijection Mamba about 5, of the regression transformer about 15.
+thread count its own ``--cache``. A seed of the bijection LSTM takes about 10 min of one core, of the
+bijection Mamba about 4, of the regression transformer about 12.
 
     OMP_NUM_THREADS=1 python experiments/cell_seeds.py --cells bijection:lstm bijection:mamba --cache DIR1
     OMP_NUM_THREADS=2 python experiments/cell_seeds.py --cells bijection:lstm --cache DIR2 \\
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from bwt_lite.cell_seeds import merge_cells
 from bwt_lite.checkpoints import load_checkpoint, train_and_save
 from bwt_lite.evaluate import evaluate
 from bwt_lite.reproduce import HMM_MAX_WINDOW, MAX_WINDOW, cell_preset, median_seed, realises, seed_verdict
+from bwt_lite.runtime.device import cpu_threads
 from bwt_lite.store.checkpoint import find_checkpoint
 from bwt_lite.tunnels import make_tunnel
 
@@ -34,11 +34,11 @@ from _common import parser, smoke, write
 
 
 def threads_of(meta: dict) -> int:
-    """The thread count a checkpoint records (``trained_on.device_name``: ``"cpu (2 threads)"``)."""
-    m = re.search(r"\((\d+) threads?\)", meta.get("trained_on", {}).get("device_name", ""))
-    if m is None:
+    """The CPU thread count a checkpoint was trained with (its ``trained_on.device_name``)."""
+    n = cpu_threads(meta.get("trained_on", {}).get("device_name", ""))
+    if n is None:
         raise ValueError(f"{meta.get('name')}: no CPU thread count recorded in trained_on")
-    return int(m.group(1))
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for seed in args.seeds:
             preset = replace(base, train=replace(base.train, seed=seed))
-            found = find_checkpoint(preset)  # the cache, then the shipped checkpoints (seed 0)
+            found = find_checkpoint(preset)  # the cache, then the shipped checkpoints (the recipe's seed)
             model, meta = load_checkpoint(found, preset) if found else train_and_save(
                 preset, progress=False, root=args.cache, log=print)
             res = evaluate(model, make_tunnel(**preset.tunnel), episodes=args.episodes)

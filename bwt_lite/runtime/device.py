@@ -16,6 +16,7 @@ matmuls in lower precision, and :func:`bwt_lite.evaluate.evaluate` always scores
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Callable, ContextManager
 
 import torch
@@ -93,6 +94,12 @@ def device_name(device: torch.device) -> str:
     return f"{device.type} ({n} thread{'' if n == 1 else 's'})"
 
 
+def cpu_threads(name: str) -> int | None:
+    """The thread count in a :func:`device_name` of the CPU ('cpu (2 threads)' -> 2); None for a GPU's name."""
+    m = re.fullmatch(r"cpu \((\d+) threads?\)", name)
+    return None if m is None else int(m.group(1))
+
+
 def precision_name(dtype: torch.dtype | None) -> str:
     return {None: "fp32", torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast"}[dtype]
 
@@ -103,5 +110,5 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-__all__ = ["AMP_MODES", "DEVICE_CHOICES", "amp_dtype", "autocast", "compiled", "device_name", "grad_scaler",
-           "native_bf16", "precision_name", "resolve_device", "synchronize"]
+__all__ = ["AMP_MODES", "DEVICE_CHOICES", "amp_dtype", "autocast", "compiled", "cpu_threads", "device_name",
+           "grad_scaler", "native_bf16", "precision_name", "resolve_device", "synchronize"]
