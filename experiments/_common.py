@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bwt_lite.checkpoints import checkpoint_dir, load_checkpoint, train_and_save
 from bwt_lite.evaluate import evaluate
@@ -50,6 +51,20 @@ def train_and_score(preset: Preset, root: Path, episodes: int) -> dict[str, Any]
             "train_time_s": meta["train_time_s"], "entropy_mae_bits": result.entropy_mae_bits,
             "kl_bits": result.kl_bits, "accuracy": result.accuracy,
             "history": [{"step": h["step"], "entropy_mae_bits": h["entropy_mae_bits"]} for h in meta["history"]]}
+
+
+def run_parallel(target: Callable[..., None], jobs: list[tuple]) -> None:
+    """``target(*job)`` for every job: in this process when there is one, else one spawned process each,
+    all at once (on a GPU they share the one device)."""
+    if len(jobs) == 1:
+        target(*jobs[0])
+        return
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=target, args=job) for job in jobs]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
 
 
 def write(out: Path, result: Any) -> None:

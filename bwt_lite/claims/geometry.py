@@ -162,7 +162,7 @@ def rows_manifold(ctx: Context) -> list[Claim]:
     verdict = size_verdict(all(direction), all(size))
     reason = (f"held-out R^2 of the posterior, embedding to final norm: {'; '.join(text)}; needs < "
               f"{PROBE_EMBEDDING_MAX:g} at the embedding, rising with depth (tolerance {RISE_TOLERANCE:g}) and >= "
-              f"{PROBE_FINAL_MIN:g} at the end; lite depth {len(probes['bijection'].layers) - 2} and "
+              f"{PROBE_FINAL_MIN:g} at the end; ours {len(probes['bijection'].layers) - 2} and "
               f"{len(probes['hmm'].layers) - 2} blocks (paper: {paper_depth('bijection')} and "
               f"{paper_depth('hmm')})")
     probe_row = make_row("belief-probes", paper="the posterior is linearly present in the residual stream (no number)",

@@ -2,6 +2,7 @@
 and the rows as text or JSON (what ``bwt claims`` prints)."""
 from __future__ import annotations
 
+import html
 import json
 import time
 from typing import Any, Callable, Iterable, Sequence
@@ -14,6 +15,7 @@ from .context import Context
 from .dynamics import rows_em
 from .geometry import rows_elimination, rows_frame, rows_manifold, rows_simplex, rows_trajectory
 from .llm import rows_llm
+from .paper_scale import load_paper_scale, trained_text
 from .rules import VERDICTS
 
 
@@ -78,21 +80,29 @@ def counts(rows: Sequence[Claim]) -> dict[str, int]:
     return {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
 
 
-def to_dict(rows: Sequence[Claim], fast: bool | None = None) -> dict[str, Any]:
+def to_dict(rows: Sequence[Claim], fast: bool | None = None,
+            paper_scale: dict[str, Any] | None = None) -> dict[str, Any]:
     """The scorecard as a JSON-ready dict: ``version``, ``verdicts`` (the allowed ones), ``counts``,
-    ``seconds`` (total), ``fast`` (the mode, if given) and ``claims`` (one dict per row)."""
-    return {"version": 1, "verdicts": list(VERDICTS), "counts": counts(rows),
-            "seconds": sum(r.seconds for r in rows), "fast": fast, "claims": [r.to_dict() for r in rows]}
+    ``seconds`` (total), ``fast`` (the mode, if given) and ``claims`` (one dict per row); with
+    ``paper_scale`` (:func:`~bwt_lite.claims.paper_scale.load_paper_scale`), also the recorded rows of
+    the paper-size models (``paper_scale``: ``models``, ``claims``, ``counts``)."""
+    d = {"version": 1, "verdicts": list(VERDICTS), "counts": counts(rows),
+         "seconds": sum(r.seconds for r in rows), "fast": fast, "claims": [r.to_dict() for r in rows]}
+    if paper_scale is not None:
+        d["paper_scale"] = {"models": paper_scale["models"], "claims": paper_scale["claims"],
+                            "counts": counts([Claim(**r) for r in paper_scale["claims"]])}
+    return d
 
 
-def to_json(rows: Sequence[Claim], fast: bool | None = None, indent: int | None = 2) -> str:
+def to_json(rows: Sequence[Claim], fast: bool | None = None, indent: int | None = 2,
+            paper_scale: dict[str, Any] | None = None) -> str:
     """:func:`to_dict` as JSON text (no NaN: non-finite numbers become null)."""
-    return json.dumps(to_dict(rows, fast), indent=indent, allow_nan=False)
+    return json.dumps(to_dict(rows, fast, paper_scale), indent=indent, allow_nan=False)
 
 
-def format_scorecard(rows: Sequence[Claim]) -> str:
+def format_scorecard(rows: Sequence[Claim], timed: bool = True) -> str:
     """The rows as plain text: per claim its id, verdict, chapter, source, the paper's value and ours,
-    and the reason; then the count of each verdict and the time taken."""
+    and the reason; then the count of each verdict and (``timed``) the time taken."""
     width = max(len(v) for v in VERDICTS) + 2
     lines = []
     for r in rows:
@@ -104,13 +114,55 @@ def format_scorecard(rows: Sequence[Claim]) -> str:
     c = counts(rows)
     lines.append("")
     lines.append(f"{len(rows)} claims: " + ", ".join(f"{n} {v}" for v, n in c.items())
-                 + f" ({sum(r.seconds for r in rows):.0f} s)")
+                 + (f" ({sum(r.seconds for r in rows):.0f} s)" if timed else ""))
     return "\n".join(lines)
+
+
+VERDICT_COLOURS = {"reproduced": "#1a7f37", "partly": "#9a6700", "not reproduced": "#cf222e",
+                   "not testable here": "#57606a"}
+
+
+def html_table(rows: Sequence[Claim], anchor: str = "claim") -> str:
+    """The rows as an HTML table for the book (claim; the paper's value and ours; verdict and reason),
+    after a line counting the verdicts; each row's id is ``<anchor>-<claim id>``, for links."""
+    cells = "".join(
+        f'<tr id="{anchor}-{r.id}"><td><b>{html.escape(r.claim)}</b><br><small>{html.escape(r.id)}, '
+        f"chapter {html.escape(r.chapter.split('_')[0])}</small></td>"
+        f"<td><small>paper:</small> {html.escape(r.paper)}<br><small>ours:</small> {html.escape(r.ours)}</td>"
+        f'<td><b style="color:{VERDICT_COLOURS[r.verdict]}">{html.escape(r.verdict)}</b><br>'
+        f"<small>{html.escape(r.reason)}</small></td></tr>"
+        for r in rows)
+    summary = ", ".join(f"{n} {v}" for v, n in counts(rows).items() if n)
+    head = "<thead><tr><th>claim</th><th>the paper and ours</th><th>verdict and why</th></tr></thead>"
+    return f"<p>{len(rows)} claim{'' if len(rows) == 1 else 's'}: {summary}.</p><table>{head}<tbody>{cells}</tbody></table>"
+
+
+def paper_scale_html(ids: Iterable[str] | None = None) -> str:
+    """The recorded paper-scale rows (those of ``ids``, or all) as HTML: a list of how each model trained,
+    then :func:`html_table`; a sentence instead when no record is shipped."""
+    recorded = load_paper_scale()
+    if recorded is None:
+        return "<p>No paper-scale measurement is recorded in this version of the package.</p>"
+    wanted = None if ids is None else set(ids)
+    rows = [Claim(**r) for r in recorded["claims"] if wanted is None or r["id"] in wanted]
+    trained = "".join(f"<li>{html.escape(trained_text(m))}</li>" for m in recorded["models"])
+    return f"<ul>{trained}</ul>" + html_table(rows, anchor="paper-scale")
+
+
+def format_paper_scale(recorded: dict[str, Any]) -> str:
+    """The recorded paper-scale rows as text, after a line per model on how it trained."""
+    lines = ["At Paper I's scale (recorded: the paper-size transformers, trained on a GPU):"]
+    lines += [f"  {trained_text(m)}" for m in recorded["models"]]
+    lines.append("")
+    return "\n".join(lines) + format_scorecard([Claim(**r) for r in recorded["claims"]], timed=False)
 
 
 def report(device: str | torch.device = "cpu", fast: bool = False, as_json: bool = False, network: bool = False,
            log: Callable[[str], None] | None = None) -> str:
-    """The whole scorecard as text (:func:`format_scorecard`) or JSON (:func:`to_json`): what
-    ``bwt claims [--json]`` prints."""
+    """The whole scorecard as text (:func:`format_scorecard`) or JSON (:func:`to_json`), followed by
+    the recorded paper-scale rows (:mod:`bwt_lite.claims.paper_scale`): what ``bwt claims [--json]`` prints."""
     rows = scorecard(device=device, fast=fast, network=network, log=log)
-    return to_json(rows, fast=fast) if as_json else format_scorecard(rows)
+    recorded = load_paper_scale()
+    if as_json:
+        return to_json(rows, fast=fast, paper_scale=recorded)
+    return format_scorecard(rows) + ("" if recorded is None else "\n\n" + format_paper_scale(recorded))

@@ -1,0 +1,123 @@
+"""The scorecard at Paper I's scale: the claims re-measured on the paper-size transformers.
+
+Those models (6 layers of width 192 on the bijection and recall, 9 of width 256 on the HMM: 2.7-7.2
+million parameters) train on a GPU, and at 10-29 MB each they are not shipped with the package. So
+their rows are measured once, by :func:`measure` on the checkpoints ``experiments/paper_scale.py``
+trains, with the same row functions and verdict rules as the lite scorecard; the rows, with where,
+how long and for how many steps each model trained, are stored in ``bwt_lite/data/paper_scale.json``
+and read back by :func:`recorded_rows` (what ``bwt claims`` and the book's start page show beside
+the lite rows). ``experiments/paper_scale_claims.py`` writes the file.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..presets import Preset
+from ..store.checkpoint import load_checkpoint
+from ..store.files import read_json
+from .catalogue import FULL, Budget, Claim
+from .cells import headline_row, hmm_transformer_row, recall_transformer_row, rows_length
+from .context import Context
+from .geometry import rows_elimination, rows_frame, rows_manifold
+
+PAPER_SCALE_FILE = Path(__file__).resolve().parent.parent / "data" / "paper_scale.json"
+
+# The claims measured at paper scale, by the row functions of the lite scorecard. The rows that need
+# the other architectures at paper scale, dense training snapshots, a Mamba or a language model are not here.
+GROUPS: tuple[tuple[tuple[str, ...], Callable[[Context], list[Claim]]], ...] = (
+    (("bijection-headline",), lambda ctx: [headline_row(ctx)]),
+    (("hmm-transformer",), lambda ctx: [hmm_transformer_row(ctx)]),
+    (("hmm-length",), rows_length),
+    (("recall-transformer",), lambda ctx: [recall_transformer_row(ctx)]),
+    (("keys-orthogonal", "frame-head"), rows_frame),
+    (("qk-sharpening", "layer-ablation"), rows_elimination),
+    (("value-manifold-pc1", "belief-probes"), rows_manifold),
+)
+PAPER_SCALE_IDS: tuple[str, ...] = tuple(cid for ids, _ in GROUPS for cid in ids)
+
+
+class PaperScaleContext(Context):
+    """A scorecard context whose transformers are the paper-scale checkpoints in ``directory`` (one
+    ``<tunnel>-transformer-paper*`` folder per tunnel), each loaded with the preset it records."""
+
+    def __init__(self, directory: Path | str, device: str | torch.device = "cpu", budget: Budget = FULL,
+                 log: Callable[[str], None] | None = None):
+        super().__init__(device, budget, False, log or (lambda line: None))
+        self.found: dict[str, tuple[Path, Preset, dict[str, Any]]] = {}
+        for meta_file in sorted(Path(directory).glob("*-transformer-paper*/checkpoint.json")):
+            meta = read_json(meta_file)
+            preset = Preset.from_dict(meta["preset"])
+            self.found[preset.tunnel["tunnel"]] = (meta_file.parent, preset, meta)
+        if not self.found:
+            raise FileNotFoundError(f"no paper-scale transformer checkpoints in {directory}")
+
+    def preset(self, tunnel: str, arch: str) -> Preset:
+        if arch != "transformer" or tunnel not in self.found:
+            raise KeyError(f"no paper-scale {tunnel} {arch}: have the transformer on {', '.join(self.found)}")
+        return self.found[tunnel][1]
+
+    def model(self, tunnel: str, arch: str) -> torch.nn.Module:
+        preset = self.preset(tunnel, arch)  # raises for a model not trained at paper scale
+        if (tunnel, arch) not in self._models:
+            model, _ = load_checkpoint(self.found[tunnel][0], preset, device=self.device)
+            self._models[(tunnel, arch)] = model.eval()
+        return self._models[(tunnel, arch)]
+
+    def deep(self, tunnel: str) -> bool:
+        return tunnel in self.found
+
+    def geometry_model(self, tunnel: str) -> tuple[torch.nn.Module, str]:
+        model = self.model(tunnel, "transformer")
+        return model, f"the {model.cfg.n_layers}-layer paper-scale model"
+
+    def provenance(self, tunnel: str) -> dict[str, Any]:
+        """Where and how the tunnel's model trained: parameters, steps (and the schedule's length), time, device."""
+        _, preset, meta = self.found[tunnel]
+        return {"tunnel": tunnel, "name": meta["name"], "key": meta["key"][:16], "parameters": meta["params"],
+                "layers": preset.model.n_layers, "d_model": preset.model.d_model, "steps": meta["train_steps"],
+                "schedule_steps": preset.train.schedule_steps, "batch_size": preset.train.batch_size,
+                "target": preset.train.target, "train_time_s": meta["train_time_s"],
+                "trained_on": meta["trained_on"], "history": meta["history"]}
+
+
+def measure(directory: Path | str, device: str | torch.device = "cpu", budget: Budget = FULL,
+            log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The paper-scale rows measured on the checkpoints in ``directory``: ``{"models": [provenance per
+    tunnel], "claims": [row dicts]}``. A group whose tunnel has no checkpoint there is left out."""
+    ctx = PaperScaleContext(directory, device, budget, log)
+    rows = []
+    for ids, compute in GROUPS:
+        try:
+            produced = compute(ctx)
+        except KeyError as missing:  # that tunnel's paper-scale model was not trained
+            ctx.log(f"{', '.join(ids)}: skipped ({missing})")
+            continue
+        rows += [r.to_dict() for r in produced]
+        ctx.log(f"{', '.join(ids)}: {', '.join(r.verdict for r in produced)}")
+    return {"episodes": budget.eval, "models": [ctx.provenance(t) for t in ctx.found], "claims": rows}
+
+
+def load_paper_scale(path: Path | str = PAPER_SCALE_FILE) -> dict[str, Any] | None:
+    """The recorded paper-scale measurement (:func:`measure`'s dict and the command), or None if none is shipped."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def recorded_rows(path: Path | str = PAPER_SCALE_FILE) -> list[Claim]:
+    """The recorded paper-scale rows as :class:`Claim` objects (empty if none are shipped)."""
+    found = load_paper_scale(path)
+    return [] if found is None else [Claim(**row) for row in found["claims"]]
+
+
+def trained_text(model: dict[str, Any]) -> str:
+    """One line on how a paper-scale model trained, e.g. for a table's caption."""
+    on = model["trained_on"]
+    cut = ("" if model["steps"] >= model["schedule_steps"] else
+           f" (stopped at {model['steps'] / model['schedule_steps']:.0%} of its {model['schedule_steps']:,}-step schedule)")
+    return (f"{model['tunnel']}: {model['layers']} layers x {model['d_model']}, {model['parameters']:,} parameters, "
+            f"{model['steps']:,} steps x {model['batch_size']} episodes{cut}, {model['train_time_s'] / 60:.1f} min on "
+            f"{on['device_name']} ({on['precision']})")
