@@ -89,5 +89,7 @@ def test_html_tables_anchor_each_row_and_filter_by_id():
     rows = recorded_rows()
     page = html_table(rows[:2], anchor="x")
     assert page.count("<tr id=\"x-") == 2 and f'id="x-{rows[0].id}"' in page
-    one = paper_scale_html(["layer-ablation"])
-    assert one.count('<tr id="paper-scale-') == 1 and "<li>" in one and "1 claim:" in one
+    one = paper_scale_html(["layer-ablation"])  # measures the bijection and HMM models: both listed, no other
+    assert one.count('<tr id="paper-scale-') == 1 and one.count("<li>") == 2 and "1 claim:" in one
+    assert "<li>bijection:" in one and "<li>hmm:" in one
+    assert paper_scale_html(["recall-transformer"]).count("<li>") == 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -26,18 +26,25 @@ from .geometry import rows_elimination, rows_frame, rows_manifold
 
 PAPER_SCALE_FILE = Path(__file__).resolve().parent.parent / "data" / "paper_scale.json"
 
-# The claims measured at paper scale, by the row functions of the lite scorecard. The rows that need
-# the other architectures at paper scale, dense training snapshots, a Mamba or a language model are not here.
-GROUPS: tuple[tuple[tuple[str, ...], Callable[[Context], list[Claim]]], ...] = (
-    (("bijection-headline",), lambda ctx: [headline_row(ctx)]),
-    (("hmm-transformer",), lambda ctx: [hmm_transformer_row(ctx)]),
-    (("hmm-length",), rows_length),
-    (("recall-transformer",), lambda ctx: [recall_transformer_row(ctx)]),
-    (("keys-orthogonal", "frame-head"), rows_frame),
-    (("qk-sharpening", "layer-ablation"), rows_elimination),
-    (("value-manifold-pc1", "belief-probes"), rows_manifold),
+# The claims measured at paper scale, by the row functions of the lite scorecard, with the tunnels whose
+# models they measure. The rows that need the other architectures at paper scale, dense training
+# snapshots, a Mamba or a language model are not here.
+GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...], Callable[[Context], list[Claim]]], ...] = (
+    (("bijection-headline",), ("bijection",), lambda ctx: [headline_row(ctx)]),
+    (("hmm-transformer",), ("hmm",), lambda ctx: [hmm_transformer_row(ctx)]),
+    (("hmm-length",), ("hmm",), rows_length),
+    (("recall-transformer",), ("recall",), lambda ctx: [recall_transformer_row(ctx)]),
+    (("keys-orthogonal", "frame-head"), ("bijection",), rows_frame),
+    (("qk-sharpening", "layer-ablation"), ("bijection", "hmm"), rows_elimination),
+    (("value-manifold-pc1", "belief-probes"), ("bijection", "hmm"), rows_manifold),
 )
-PAPER_SCALE_IDS: tuple[str, ...] = tuple(cid for ids, _ in GROUPS for cid in ids)
+PAPER_SCALE_IDS: tuple[str, ...] = tuple(cid for ids, _, _ in GROUPS for cid in ids)
+
+
+def tunnels_of(ids: Iterable[str]) -> set[str]:
+    """The tunnels whose paper-scale models the rows of ``ids`` measure."""
+    wanted = set(ids)
+    return {t for group, tunnels, _ in GROUPS if wanted & set(group) for t in tunnels}
 
 
 class PaperScaleContext(Context):
@@ -90,7 +97,7 @@ def measure(directory: Path | str, device: str | torch.device = "cpu", budget: B
     tunnel], "claims": [row dicts]}``. A group whose tunnel has no checkpoint there is left out."""
     ctx = PaperScaleContext(directory, device, budget, log)
     rows = []
-    for ids, compute in GROUPS:
+    for ids, _, compute in GROUPS:
         try:
             produced = compute(ctx)
         except KeyError as missing:  # that tunnel's paper-scale model was not trained

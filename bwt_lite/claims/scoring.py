@@ -15,7 +15,7 @@ from .context import Context
 from .dynamics import rows_em
 from .geometry import rows_elimination, rows_frame, rows_manifold, rows_simplex, rows_trajectory
 from .llm import rows_llm
-from .paper_scale import load_paper_scale, trained_text
+from .paper_scale import load_paper_scale, trained_text, tunnels_of
 from .rules import VERDICTS
 
 
@@ -138,14 +138,15 @@ def html_table(rows: Sequence[Claim], anchor: str = "claim") -> str:
 
 
 def paper_scale_html(ids: Iterable[str] | None = None) -> str:
-    """The recorded paper-scale rows (those of ``ids``, or all) as HTML: a list of how each model trained,
-    then :func:`html_table`; a sentence instead when no record is shipped."""
+    """The recorded paper-scale rows (those of ``ids``, or all) as HTML: a list of how the models they
+    measure trained, then :func:`html_table`; a sentence instead when no record is shipped."""
     recorded = load_paper_scale()
     if recorded is None:
         return "<p>No paper-scale measurement is recorded in this version of the package.</p>"
     wanted = None if ids is None else set(ids)
     rows = [Claim(**r) for r in recorded["claims"] if wanted is None or r["id"] in wanted]
-    trained = "".join(f"<li>{html.escape(trained_text(m))}</li>" for m in recorded["models"])
+    used = tunnels_of(r.id for r in rows)
+    trained = "".join(f"<li>{html.escape(trained_text(m))}</li>" for m in recorded["models"] if m["tunnel"] in used)
     return f"<ul>{trained}</ul>" + html_table(rows, anchor="paper-scale")
 
 
