@@ -28,14 +28,20 @@ from bwt_lite.evaluate import evaluate
 from bwt_lite.reproduce import HMM_MAX_WINDOW, MAX_WINDOW, cell_preset, median_seed, realises, seed_verdict
 from bwt_lite.runtime.device import cpu_threads
 from bwt_lite.store.checkpoint import find_checkpoint
+from bwt_lite.store.files import read_json
 from bwt_lite.tunnels import make_tunnel
 
 from _common import parser, smoke, write
 
 
+def threads_of_or_none(meta: dict) -> int | None:
+    """The CPU thread count a checkpoint was trained with (its ``trained_on.device_name``), if it says."""
+    return cpu_threads((meta.get("trained_on") or {}).get("device_name", ""))
+
+
 def threads_of(meta: dict) -> int:
     """The CPU thread count a checkpoint was trained with (its ``trained_on.device_name``)."""
-    n = cpu_threads(meta.get("trained_on", {}).get("device_name", ""))
+    n = threads_of_or_none(meta)
     if n is None:
         raise ValueError(f"{meta.get('name')}: no CPU thread count recorded in trained_on")
     return n
@@ -61,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             preset = replace(base, train=replace(base.train, seed=seed))
             found = find_checkpoint(preset)  # the cache, then the shipped checkpoints (the recipe's seed)
+            if found is not None and threads_of_or_none(read_json(found / "checkpoint.json")) is None:
+                print(f"{preset.name} seed {seed}: {found} records no CPU thread count; training it again")
+                found = None
             model, meta = load_checkpoint(found, preset) if found else train_and_save(
                 preset, progress=False, root=args.cache, log=print)
             res = evaluate(model, make_tunnel(**preset.tunnel), episodes=args.episodes)
