@@ -151,9 +151,10 @@ def paper_scale_html(ids: Iterable[str] | None = None) -> str:
 
 
 def format_paper_scale(recorded: dict[str, Any]) -> str:
-    """The recorded paper-scale rows as text, after a line per model on how it trained."""
+    """The recorded paper-scale rows as text, after a line per model they measure on how it trained."""
     lines = ["At Paper I's scale (recorded: the paper-size transformers, trained on a GPU):"]
-    lines += [f"  {trained_text(m)}" for m in recorded["models"]]
+    used = tunnels_of(r["id"] for r in recorded["claims"])
+    lines += [f"  {trained_text(m)}" for m in recorded["models"] if m["tunnel"] in used]
     lines.append("")
     return "\n".join(lines) + format_scorecard([Claim(**r) for r in recorded["claims"]], timed=False)
 
