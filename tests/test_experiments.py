@@ -129,3 +129,10 @@ def test_smoke_run(name, experiments, tmp_path):
         n = torch.get_num_threads()
         assert grid[0][:2] == [f"bijection mlp ({n} thread{'s' if n != 1 else ''})", 2 * 64] and grid[0][3] == "-"
         assert grid[0][-1] == "0 of 1" and len(grid[0]) == 8
+
+
+def test_paper_scale_trains_the_paper_steps_when_they_fit_else_a_shorter_schedule(experiments):
+    fitted_steps = experiments("paper_scale").fitted_steps
+    assert fitted_steps(50_000, 100.0, 1_000.0) == 50_000  # 90,000 fit, with the 10 % margin
+    assert fitted_steps(50_000, 50.0, 480.0) == 21_000  # 21,600 fit: rounded down to a thousand
+    assert fitted_steps(50_000, 1.0, 5.0) == 10  # never below 10 steps
