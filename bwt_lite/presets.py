@@ -114,9 +114,10 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
                                                    warmup_steps=200, min_lr_ratio=0.1, eval_every=250),
     # Regression: soft targets (same optimum, no noise of one draw of y), a high peak lr to pass a late
     # transition, and a cosine cut at 12,000 of its 15,000 steps to fit the budget (lab notes, "Regression recipe")
+    # Seed 1 is the median of seeds 0-4 (chapter 6, section 6.6), so the shipped model is a typical run.
     ("regression", "transformer", "lite"): TrainConfig(steps=12_000, batch_size=128, lr=5e-3, weight_decay=0.01,
                                                        warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
-                                                       target="soft", ema=0.99, decay_steps=15_000),
+                                                       target="soft", ema=0.99, decay_steps=15_000, seed=1),
     # the controls train on the transformer's soft targets; this one longer, as it still improves and steps are cheap
     ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], steps=1_000, eval_every=100, target="soft"),
     ("regression", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], target="soft"),
@@ -149,8 +150,9 @@ TUNNEL_TRAIN.update({
 # recipe (more training would only strengthen a verdict they already reach): the bijection Mamba and the
 # recall Mamba (5 of 5 seeds each). The bijection LSTM's own recipe (4,000 x 32) realises on 2 of 5 seeds,
 # so it trains on the full budget. Every row of `bwt reproduce` states the episodes it saw.
-# Where seeds 0-4 were trained (chapter 6, section 6.6), the recipe's seed is their median seed (bijection
-# LSTM 4, bijection Mamba 1, recall Mamba 2), so the shipped checkpoint is the median run.
+# Where seeds 0-4 were trained (chapter 6, section 6.6), the recipe's seed is their median seed by the
+# tunnel's threshold metric (bijection LSTM 4, bijection Mamba 1, recall Mamba 1 by accuracy; the
+# regression transformer's, 1, is set above), so the shipped checkpoint is the median run.
 EQUAL_EPISODES = {"bijection": 640_000, "recall": 384_000, "regression": 1_536_000}
 TIME_CAPPED_EPISODES = {("regression", "lstm"): 1_344_000, ("regression", "mamba"): 336_000}
 TUNNEL_TRAIN.update({
@@ -160,7 +162,7 @@ TUNNEL_TRAIN.update({
     ("bijection", "lstm", "lite"): replace(_equal_budget(TRAIN[("lstm", "lite")], EQUAL_EPISODES["bijection"]),
                                            seed=4),
     ("bijection", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], seed=1),
-    ("recall", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], seed=2),
+    ("recall", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], seed=1),
     ("regression", "mlp", "lite"): _equal_budget(TUNNEL_TRAIN[("regression", "mlp", "lite")],
                                                  EQUAL_EPISODES["regression"]),
     **{(tunnel, arch, "lite"): _equal_budget(TUNNEL_TRAIN[(tunnel, arch, "lite")], episodes)

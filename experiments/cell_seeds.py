@@ -21,6 +21,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
 from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.cell_seeds import merge_cells
 from bwt_lite.checkpoints import load_checkpoint, train_and_save
@@ -67,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             preset = replace(base, train=replace(base.train, seed=seed))
             found = find_checkpoint(preset)  # the cache, then the shipped checkpoints (the recipe's seed)
-            if found is not None and threads_of_or_none(read_json(found / "checkpoint.json")) is None:
-                print(f"{preset.name} seed {seed}: {found} records no CPU thread count; training it again")
+            threads = None if found is None else threads_of_or_none(read_json(found / "checkpoint.json"))
+            if found is not None and threads != torch.get_num_threads():  # e.g. the shipped one-thread run
+                print(f"{preset.name} seed {seed}: {found} was trained at {threads or 'an unrecorded number of'} "
+                      f"thread(s), not {torch.get_num_threads()}; training it again into {args.cache}")
                 found = None
             model, meta = load_checkpoint(found, preset) if found else train_and_save(
                 preset, progress=False, root=args.cache, log=print)
