@@ -123,8 +123,8 @@ def recorded_rows(path: Path | str = PAPER_SCALE_FILE) -> list[Claim]:
 def trained_text(model: dict[str, Any]) -> str:
     """One line on how a paper-scale model trained, e.g. for a table's caption."""
     on = model["trained_on"]
-    cut = ("" if model["steps"] >= model["schedule_steps"] else
-           f" (stopped at {model['steps'] / model['schedule_steps']:.0%} of its {model['schedule_steps']:,}-step schedule)")
+    steps, schedule = model["steps"], model["schedule_steps"]
+    cut = "" if steps >= schedule else f" (stopped at {steps / schedule:.0%} of its {schedule:,}-step schedule)"
     return (f"{model['tunnel']}: {model['layers']} layers x {model['d_model']}, {model['parameters']:,} parameters, "
             f"{model['steps']:,} steps x {model['batch_size']} episodes{cut}, {model['train_time_s'] / 60:.1f} min on "
             f"{on['device_name']} ({on['precision']})")

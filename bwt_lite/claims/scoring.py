@@ -134,7 +134,8 @@ def html_table(rows: Sequence[Claim], anchor: str = "claim") -> str:
         for r in rows)
     summary = ", ".join(f"{n} {v}" for v, n in counts(rows).items() if n)
     head = "<thead><tr><th>claim</th><th>the paper and ours</th><th>verdict and why</th></tr></thead>"
-    return f"<p>{len(rows)} claim{'' if len(rows) == 1 else 's'}: {summary}.</p><table>{head}<tbody>{cells}</tbody></table>"
+    n = f"{len(rows)} claim{'' if len(rows) == 1 else 's'}"
+    return f"<p>{n}: {summary}.</p><table>{head}<tbody>{cells}</tbody></table>"
 
 
 def paper_scale_html(ids: Iterable[str] | None = None) -> str:
