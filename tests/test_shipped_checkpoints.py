@@ -1,4 +1,5 @@
 """The lite checkpoints shipped with the package: present, small, verified, and as good as promised."""
+import json
 import math
 
 import pytest
@@ -10,6 +11,7 @@ from bwt_lite.store.cache import SHIPPED_DIR
 from bwt_lite.evaluate import evaluate
 from bwt_lite.presets import get_preset, lite_target_status, meets_lite_target, shipped_presets
 from bwt_lite.reproduce import cell_preset, realises
+from bwt_lite.runtime.device import cpu_threads
 from bwt_lite.tunnels import make_tunnel
 
 SHIPPED = shipped_presets()
@@ -61,13 +63,18 @@ def test_shipped_regression_transformer_realises_continuous_accumulation():
 
 
 def test_seeded_recipes_ship_their_median_seed():
-    """Where seeds 0-4 of a cell's recipe were trained (chapter 6's seed table) and the recipe realises its
-    primitive (4 of 5 seeds), the recipe's seed, and so the shipped checkpoint, is the median seed. (A
-    recipe that fails the seed rule needs a new recipe, not another seed: chapter 6 says which.)"""
+    """Where seeds 0-4 of a cell's recipe were trained (chapter 6's seed table) at the thread count of the
+    shipped checkpoint and the recipe realises its primitive (4 of 5 seeds), the recipe's seed, and so the
+    shipped checkpoint, is the median seed. (A recipe that fails the seed rule needs a new recipe, not
+    another seed: chapter 6 says which.)"""
     checked = 0
     for cell in load_cell_seeds()["cells"]:
-        train = cell_preset(cell["tunnel"], cell["arch"], "lite").train
-        if train.steps * train.batch_size != cell["train_episodes"] or not cell["realises"]:
+        preset = cell_preset(cell["tunnel"], cell["arch"], "lite")
+        train = preset.train
+        shipped = json.loads((checkpoint_dir(preset, SHIPPED_DIR) / "checkpoint.json").read_text())
+        threads = cpu_threads((shipped.get("trained_on") or {}).get("device_name", ""))
+        same_recipe = train.steps * train.batch_size == cell["train_episodes"] and cell["threads"] == threads
+        if not (same_recipe and cell["realises"]):
             continue
         assert train.seed == cell["median_seed"], f"{cell['tunnel']} {cell['arch']}: ship seed {cell['median_seed']}"
         checked += 1
