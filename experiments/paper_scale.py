@@ -29,7 +29,7 @@ from bwt_lite.evaluate import evaluate
 from bwt_lite.presets import get_preset
 from bwt_lite.runtime.device import amp_dtype, device_name, precision_name, resolve_device
 from bwt_lite.store.checkpoint import save_checkpoint
-from bwt_lite.train import fit, init_model
+from bwt_lite.train import fit
 from bwt_lite.tunnels import make_tunnel
 
 from _common import RESULTS, parser, run_parallel, write
@@ -73,8 +73,7 @@ def run_cell(tunnel: str, out: Path, deadline: float, device: str, amp: str, fix
         warmup = min(paper.train.warmup_steps, steps // 5)
         preset = paper.with_train(steps=steps, warmup_steps=warmup, eval_every=min(500, steps))
         row.update(name=preset.name, paper_steps=paper.train.steps, steps=steps,
-                   timed_steps_per_s=None if rate is None else round(rate, 2), budget_s=round(left, 1),
-                   parameters=sum(p.numel() for p in init_model(preset.model, 0).parameters()))
+                   timed_steps_per_s=None if rate is None else round(rate, 2), budget_s=round(left, 1))
         speed = "" if rate is None else f"{rate:.1f} steps/s with the other cells running, "
         print(f"{tunnel}: {speed}{left:.0f} s left: training {steps} steps", flush=True)
         hard_stop = deadline - EVAL_RESERVE_S / 2
@@ -83,6 +82,7 @@ def run_cell(tunnel: str, out: Path, deadline: float, device: str, amp: str, fix
                            log=lambda s: print(f"{tunnel}: {s}", flush=True), log_every_s=60.0,
                            stop=lambda r: time.time() > hard_stop)
         row["train_wall_s"] = round(time.perf_counter() - t0, 1)
+        row["parameters"] = model.n_params
         row["trained_steps"] = state.step
         row["complete"] = state.step >= steps
         dtype = amp_dtype(amp, dev)

@@ -114,10 +114,17 @@ def load_paper_scale(path: Path | str = PAPER_SCALE_FILE) -> dict[str, Any] | No
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def recorded_rows(path: Path | str = PAPER_SCALE_FILE) -> list[Claim]:
-    """The recorded paper-scale rows as :class:`Claim` objects (empty if none are shipped)."""
-    found = load_paper_scale(path)
+def recorded_rows(path: Path | str = PAPER_SCALE_FILE, recorded: dict[str, Any] | None = None) -> list[Claim]:
+    """The recorded paper-scale rows as :class:`Claim` objects (of ``recorded``, else of the file at
+    ``path``; empty if none are shipped)."""
+    found = recorded if recorded is not None else load_paper_scale(path)
     return [] if found is None else [Claim(**row) for row in found["claims"]]
+
+
+def models_measured(recorded: dict[str, Any], rows: Iterable[Claim]) -> list[dict[str, Any]]:
+    """The recorded models (provenance dicts) that ``rows`` measure."""
+    used = tunnels_of(r.id for r in rows)
+    return [m for m in recorded["models"] if m["tunnel"] in used]
 
 
 def trained_text(model: dict[str, Any]) -> str:

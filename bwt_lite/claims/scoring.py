@@ -15,7 +15,7 @@ from .context import Context
 from .dynamics import rows_em
 from .geometry import rows_elimination, rows_frame, rows_manifold, rows_simplex, rows_trajectory
 from .llm import rows_llm
-from .paper_scale import load_paper_scale, trained_text, tunnels_of
+from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
 from .rules import VERDICTS
 
 
@@ -90,7 +90,7 @@ def to_dict(rows: Sequence[Claim], fast: bool | None = None,
          "seconds": sum(r.seconds for r in rows), "fast": fast, "claims": [r.to_dict() for r in rows]}
     if paper_scale is not None:
         d["paper_scale"] = {"models": paper_scale["models"], "claims": paper_scale["claims"],
-                            "counts": counts([Claim(**r) for r in paper_scale["claims"]])}
+                            "counts": counts(recorded_rows(recorded=paper_scale))}
     return d
 
 
@@ -145,19 +145,18 @@ def paper_scale_html(ids: Iterable[str] | None = None) -> str:
     if recorded is None:
         return "<p>No paper-scale measurement is recorded in this version of the package.</p>"
     wanted = None if ids is None else set(ids)
-    rows = [Claim(**r) for r in recorded["claims"] if wanted is None or r["id"] in wanted]
-    used = tunnels_of(r.id for r in rows)
-    trained = "".join(f"<li>{html.escape(trained_text(m))}</li>" for m in recorded["models"] if m["tunnel"] in used)
+    rows = [r for r in recorded_rows(recorded=recorded) if wanted is None or r.id in wanted]
+    trained = "".join(f"<li>{html.escape(trained_text(m))}</li>" for m in models_measured(recorded, rows))
     return f"<ul>{trained}</ul>" + html_table(rows, anchor="paper-scale")
 
 
 def format_paper_scale(recorded: dict[str, Any]) -> str:
     """The recorded paper-scale rows as text, after a line per model they measure on how it trained."""
+    rows = recorded_rows(recorded=recorded)
     lines = ["At Paper I's scale (recorded: the paper-size transformers, trained on a GPU):"]
-    used = tunnels_of(r["id"] for r in recorded["claims"])
-    lines += [f"  {trained_text(m)}" for m in recorded["models"] if m["tunnel"] in used]
+    lines += [f"  {trained_text(m)}" for m in models_measured(recorded, rows)]
     lines.append("")
-    return "\n".join(lines) + format_scorecard([Claim(**r) for r in recorded["claims"]], timed=False)
+    return "\n".join(lines) + format_scorecard(rows, timed=False)
 
 
 def report(device: str | torch.device = "cpu", fast: bool = False, as_json: bool = False, network: bool = False,
