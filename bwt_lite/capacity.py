@@ -27,7 +27,9 @@ from .tunnels import make_tunnel
 from .arguments import check_choice, check_int
 
 PAIRS = (4, 8, 16)  # stored pairs per episode (<= V = 16 keys)
-ARCHS = ("transformer", "lstm", "mamba")  # the architectures with a memory (the MLP has none)
+# The architectures with a memory (the MLP has none); "transformer+alibi" is the transformer with ALiBi's
+# recency bias on its learned position table (the lite recall recipe, chapter 4, section 4.3).
+ARCHS = ("transformer", "transformer+alibi", "lstm", "mamba")
 WIDTHS = (64, 128)  # d_model; d_head 16 for the transformer (128: the lite recall transformer's width)
 N_QUERIES = 8
 STEPS, BATCH = 8_000, 32  # the same budget for every cell: at most 256,000 training episodes
@@ -39,19 +41,25 @@ DATA_FILE = Path(__file__).parent / "data" / "capacity_sweep.json"
 
 
 def sweep_preset(arch: str, n_pairs: int, d_model: int, *, steps: int = STEPS, seed: int = 0) -> Preset:
-    """The lite recall preset on MQAR with ``n_pairs`` pairs, at width ``d_model`` and :data:`N_LAYERS` layers."""
+    """The lite recall preset on MQAR with ``n_pairs`` pairs, at width ``d_model`` and :data:`N_LAYERS` layers
+    (``arch``: one of :data:`ARCHS`)."""
     check_choice("arch", arch, ARCHS)
     check_int("n_pairs", n_pairs, 1)
     check_int("d_model", d_model, 16)
     if d_model % 16:
         raise ValueError(f"d_model must be a multiple of 16 (the transformer's d_head), got {d_model}")
-    base = get_preset("recall", arch, "lite", steps=steps, batch_size=BATCH, lr=LR, warmup_steps=100,
+    base = get_preset("recall", arch.removesuffix("+alibi"), "lite", alibi=arch.endswith("+alibi"), steps=steps, batch_size=BATCH, lr=LR, warmup_steps=100,
                       min_lr_ratio=0.1, eval_every=min(EVAL_EVERY, steps), seed=seed,
                       stop_accuracy=STOP_ACCURACY)
     tunnel = make_tunnel(**{**base.tunnel, "variant": "mqar", "n_pairs": n_pairs, "n_queries": N_QUERIES})
     model = replace(base.model, d_model=d_model, n_layers=N_LAYERS, n_heads=max(d_model // 16, 1),
                     vocab_size=tunnel.vocab_size, n_positions=tunnel.seq_len + 1)
     return replace(base, tunnel=tunnel.config(), model=model)
+
+
+def sweep_arch(preset: Preset) -> str:
+    """The name in :data:`ARCHS` of a sweep preset's architecture ("transformer+alibi" with ALiBi)."""
+    return preset.model.arch + ("+alibi" if preset.model.alibi else "")
 
 
 def state_numbers(preset: Preset) -> int:
@@ -121,17 +129,27 @@ def run_sweep(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths
     for p in presets:
         model, meta = load_or_train(p, progress=False, download=False, log=log)
         res = evaluate(model, make_tunnel(**p.tunnel), episodes=episodes, seed=0)
-        rows.append({"arch": p.model.arch, "n_pairs": p.tunnel["n_pairs"], "d_model": p.model.d_model,
+        rows.append({"arch": sweep_arch(p), "n_pairs": p.tunnel["n_pairs"], "d_model": p.model.d_model,
                      "n_layers": p.model.n_layers, "params": model.n_params, "state_numbers": state_numbers(p),
                      "accuracy": res.accuracy, "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits,
                      "steps": meta["train_steps"], "episodes": meta["train_steps"] * p.train.batch_size,
                      "train_time_s": meta.get("train_time_s"),
                      "curve": [[h["step"] * p.train.batch_size, h["accuracy"]] for h in meta["history"]]})
-        log(f"{p.model.arch} d={p.model.d_model} pairs={p.tunnel['n_pairs']}: accuracy {res.accuracy:.3f}")
+        log(f"{sweep_arch(p)} d={p.model.d_model} pairs={p.tunnel['n_pairs']}: accuracy {res.accuracy:.3f}")
     return rows
 
 
+def merge_rows(old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``old`` with each row of ``new`` added, replacing the row of the same architecture, width and pairs."""
+    key = lambda r: (r["arch"], r["d_model"], r["n_pairs"])  # noqa: E731
+    merged = {key(r): r for r in old}
+    merged.update({key(r): r for r in new})
+    return list(merged.values())
+
+
 def save_sweep(rows: Sequence[dict[str, Any]], path: Path | str = DATA_FILE, command: str = "") -> Path:
+    """Write the rows with the sweep's recipe and the reader without binding's accuracy at each pair count
+    (``command``: what produced them, several joined by ``; ``)."""
     path = Path(path)
     pairs = sorted({r["n_pairs"] for r in rows})
     path.write_text(json.dumps({"command": command, "steps": STEPS, "batch_size": BATCH, "lr": LR,

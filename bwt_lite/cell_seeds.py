@@ -14,10 +14,11 @@ CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
 
 
 def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
-    """The shipped seed table: ``{"episodes", "commands", "cells": [{"tunnel", "arch", "threads", "steps",
+    """The shipped seed table: ``{"episodes", "commands", "cells": [{"tunnel", "arch", "name", "threads", "steps",
     "batch_size", "train_episodes", "realises", "realised_seeds", "median_seed", "seeds": [{"seed",
     "entropy_mae_bits", "kl_bits", "accuracy", "realises", "train_time_s", "threads"}]}]}``
-    (``episodes``: the held-out episodes each seed is scored on)."""
+    (``episodes``: the held-out episodes each seed is scored on; ``name``: the recipe's preset name, which
+    says the model's position scheme, e.g. ``recall-transformer-lite-alibi``)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/cell_seeds.py to create it")
@@ -25,12 +26,17 @@ def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
 
 
 def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``old`` with each cell of ``new`` added, replacing the cell of the same tunnel, arch, threads and
+    """``old`` with each cell of ``new`` added, replacing the cell of the same preset name, threads and
     training episodes (a recipe's budget)."""
-    key = lambda c: (c["tunnel"], c["arch"], c["threads"], c["train_episodes"])  # noqa: E731
+    key = lambda c: (c["name"], c["threads"], c["train_episodes"])  # noqa: E731
     merged = {key(c): c for c in old}
     merged.update({key(c): c for c in new})
     return list(merged.values())
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    """"recall transformer", with " + ALiBi" where the recipe adds ALiBi's recency bias to the position table."""
+    return f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if cell["name"].endswith("-alibi") else "")
 
 
 def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[list[Any]]:
@@ -38,14 +44,14 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     threads)"), its training episodes, each seed's ``metric`` marked ``*`` where that seed realises the
     primitive, and how many seeds realise it ("4 of 5"; the cell realises it at 4 of 5)."""
     rows = []
-    for c in sorted(table["cells"], key=lambda c: (c["tunnel"], c["arch"], c["train_episodes"], c["threads"])):
+    for c in sorted(table["cells"], key=lambda c: (c["tunnel"], c["arch"], c["train_episodes"], c["name"], c["threads"])):
         by_seed = {s["seed"]: s for s in c["seeds"]}
         marks = [f"{by_seed[s][metric]:.4f}{'*' if by_seed[s]['realises'] else ''}" if s in by_seed else "-"
                  for s in range(5)]
         threads = f"{c['threads']} thread{'s' if c['threads'] != 1 else ''}"
-        rows.append([f"{c['tunnel']} {c['arch']} ({threads})", c["train_episodes"], *marks,
+        rows.append([f"{cell_label(c)} ({threads})", c["train_episodes"], *marks,
                      f"{c['realised_seeds']} of {len(c['seeds'])}"])
     return rows
 
 
-__all__ = ["CELL_SEEDS_FILE", "load_cell_seeds", "merge_cells", "seed_grid"]
+__all__ = ["CELL_SEEDS_FILE", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid"]

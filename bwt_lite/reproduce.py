@@ -128,9 +128,10 @@ def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int | None = 
 
 
 def median_seed(tunnel: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The row of the median seed by the tunnel's threshold metric (the lower middle one of an even count)."""
+    """The row of the median seed by the tunnel's threshold metric (the lower middle one of an even count);
+    seeds that tie on it (e.g. several at 100 % accuracy) are ranked by entropy MAE."""
     metric, kind, _ = THRESHOLDS[tunnel]
-    ranked = sorted(rows, key=lambda r: r[metric] if kind == "max" else -r[metric])
+    ranked = sorted(rows, key=lambda r: (r[metric] if kind == "max" else -r[metric], r["entropy_mae_bits"]))
     return ranked[(len(ranked) - 1) // 2]
 
 
@@ -334,7 +335,8 @@ def _model_row(tunnel: str, arch: str, preset: Any, scale: str, bases: Mapping[s
     paper = paper_value(tunnel, arch)
     metric, kind, value = THRESHOLDS[tunnel]
     batch = meta.get("preset", {}).get("train", {}).get("batch_size", preset.train.batch_size)
-    row = {"arch": arch, "tunnel": tunnel, "scale": scale, "kind": "model", "entropy_mae_bits": res.entropy_mae_bits,
+    row = {"arch": arch, "tunnel": tunnel, "scale": scale, "kind": "model", "name": preset.name,
+           "entropy_mae_bits": res.entropy_mae_bits,
            "kl_bits": res.kl_bits, "accuracy": res.accuracy,
            "paper_value": paper.value if paper else None, "paper_unit": paper.unit if paper else None,
            "params": model.n_params, "primitive": PRIMITIVES[tunnel], "metric": metric, "seed": preset.train.seed,

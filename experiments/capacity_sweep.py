@@ -5,12 +5,14 @@ at most 8,000 steps x 32 episodes each, ending at the first held-out evaluation 
 (bwt_lite.capacity). About 75 min of CPU, one cell after the other; --jobs 2 halves the wall time.
 
     python experiments/capacity_sweep.py --jobs 2
+    python experiments/capacity_sweep.py --archs transformer+alibi --append   # add one architecture's rows
     python experiments/capacity_sweep.py --steps 20 --out /tmp/smoke.json   # a smoke run, seconds
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from bwt_lite import capacity
 
@@ -21,10 +23,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=capacity.STEPS, help="training steps per cell")
     p.add_argument("--episodes", type=int, default=1024, help="held-out episodes per cell")
     p.add_argument("--out", default=str(capacity.DATA_FILE), help="where the rows go (JSON)")
+    p.add_argument("--archs", nargs="+", choices=capacity.ARCHS, default=list(capacity.ARCHS),
+                   help="architectures to train (default: all)")
+    p.add_argument("--append", action="store_true", help="add these rows to those already in --out")
     args = p.parse_args(argv)
-    rows = capacity.run_sweep(steps=args.steps, episodes=args.episodes, jobs=args.jobs)
-    command = "python experiments/capacity_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(f"wrote {capacity.save_sweep(rows, args.out, command=command.strip())}")
+    rows = capacity.run_sweep(archs=args.archs, steps=args.steps, episodes=args.episodes, jobs=args.jobs)
+    words = list(argv if argv is not None else sys.argv[1:])
+    for i, w in enumerate(words[:-1]):  # the output path is this machine's
+        if w == "--out":
+            words[i + 1] = Path(words[i + 1]).name
+    command = ("python experiments/capacity_sweep.py " + " ".join(words)).strip()
+    if args.append and Path(args.out).exists():
+        old = capacity.load_sweep(args.out)
+        rows, command = capacity.merge_rows(old["rows"], rows), f"{old['command']}; {command}"
+    print(f"wrote {capacity.save_sweep(rows, args.out, command=command)}")
     return 0
 
 

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(threads) != 1:
             raise SystemExit(f"{spec}: seeds trained at different thread counts {sorted(threads)}; "
                              "use one --cache per count")
-        cells.append({"tunnel": tunnel, "arch": arch, "threads": threads.pop(), "steps": base.train.steps,
+        cells.append({"tunnel": tunnel, "arch": arch, "name": base.name, "threads": threads.pop(), "steps": base.train.steps,
                       "batch_size": base.train.batch_size, "train_episodes": base.train.steps * base.train.batch_size,
                       "realises": bool(seed_verdict(r["realises"] for r in runs)),
                       "realised_seeds": sum(r["realises"] for r in runs),

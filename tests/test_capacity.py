@@ -1,5 +1,6 @@
 """The binding-capacity sweep (chapter 6): its presets, a tiny run end to end, the data file and the plot."""
 import json
+from dataclasses import replace
 
 import matplotlib
 import pytest
@@ -24,6 +25,10 @@ def test_sweep_presets_share_one_budget_and_differ_in_pairs_and_width():
     assert capacity.state_numbers(lstm) == 2 * 32 * 2 and capacity.state_numbers(mamba) == 2 * 32 * (16 + 3) * 2
     tr = capacity.sweep_preset("transformer", 8, 32)
     assert capacity.state_numbers(tr) == 2 * 32 * 2 * make_tunnel(**tr.tunnel).seq_len  # its key-value cache
+    assert not tr.model.alibi and capacity.sweep_arch(tr) == "transformer"  # the learned table alone
+    with_bias = capacity.sweep_preset("transformer+alibi", 8, 32)
+    assert with_bias.model.alibi and capacity.sweep_arch(with_bias) == "transformer+alibi"
+    assert replace(with_bias, model=replace(with_bias.model, alibi=False)) == tr  # ALiBi is the only difference
     with pytest.raises(ValueError, match="multiple of 16"):
         capacity.sweep_preset("lstm", 8, 40)
     with pytest.raises(ValueError, match="arch"):
@@ -59,6 +64,9 @@ def test_the_experiment_script_smoke_runs(tmp_path, monkeypatch):
     out = tmp_path / "out.json"
     assert mod.main(["--steps", "2", "--episodes", "8", "--out", str(out)]) == 0
     assert len(capacity.load_sweep(out)["rows"]) == 1
+    assert mod.main(["--steps", "2", "--episodes", "8", "--out", str(out), "--archs", "lstm", "--append"]) == 0
+    again = capacity.load_sweep(out)  # the same cell again: replaced, not added; both commands kept
+    assert len(again["rows"]) == 1 and again["command"].count("capacity_sweep.py") == 2
 
 
 def test_verdicts_and_summary_lines_follow_the_reader_without_binding():

@@ -247,3 +247,29 @@ def test_bwt_claims_prints_the_scorecard_as_json(capsys):
     assert main(["claims", "--fast", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in out["claims"]] == list(C.CLAIM_IDS) and out["fast"] is True
+
+
+def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch):
+    """A success claim names how many of seeds 0-4 of its recipe realise it; another recipe's rows (the same
+    cell with the learned table alone) do not count, and fewer than 4 of 5 at any thread count fails."""
+    from bwt_lite.claims import cells
+    from bwt_lite.presets import get_preset
+
+    preset = get_preset("recall", "transformer")
+    n = preset.train.steps * preset.train.batch_size
+
+    def row(name: str, threads: int, realised: int) -> dict:
+        return {"name": name, "train_episodes": n, "threads": threads, "realised_seeds": realised,
+                "seeds": [{}] * 5, "realises": realised >= 4}
+
+    table = {"cells": [row(preset.name, 2, 3), row(preset.name, 1, 5), row("recall-transformer-lite", 1, 1)]}
+    monkeypatch.setattr(cells, "load_cell_seeds", lambda: table)
+
+    class Ctx:
+        def preset(self, tunnel: str, arch: str):
+            return get_preset(tunnel, arch)
+
+    text, holds = cells._seed_evidence(Ctx(), "recall", "transformer")
+    assert text == ("seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, 3 of 5 at 2 threads (chapter 6), "
+                    "short of 4 of 5") and holds is False
+    assert cells._seed_evidence(Ctx(), "hmm", "mlp") == ("", None)

@@ -116,6 +116,7 @@ def test_smoke_run(name, experiments, tmp_path):
         from bwt_lite.cell_seeds import seed_grid
 
         assert [(c["tunnel"], c["arch"]) for c in result["cells"]] == [("bijection", "mlp"), ("hmm-slow", "lstm")]
+        assert [c["name"] for c in result["cells"]] == ["bijection-mlp-lite", "hmm-slow-lstm-lite-soft"]
         for c in result["cells"]:
             assert [s["seed"] for s in c["seeds"]] == [0, 1] and c["threads"] == torch.get_num_threads()
             assert c["realised_seeds"] == 0 and c["realises"] is False and c["median_seed"] in (0, 1)
@@ -136,3 +137,18 @@ def test_paper_scale_trains_the_paper_steps_when_they_fit_else_a_shorter_schedul
     assert fitted_steps(50_000, 100.0, 1_000.0) == 50_000  # 90,000 fit, with the 10 % margin
     assert fitted_steps(50_000, 50.0, 480.0) == 21_000  # 21,600 fit: rounded down to a thousand
     assert fitted_steps(50_000, 1.0, 5.0) == 10  # never below 10 steps
+
+
+def test_seed_cells_are_told_apart_by_their_recipe_name():
+    """Two recipes of one cell with the same budget (the learned table alone, and with ALiBi) are two rows."""
+    from bwt_lite.cell_seeds import cell_label, merge_cells
+
+    def cell(name: str, threads: int = 1, n: int = 0) -> dict:
+        return {"tunnel": "recall", "arch": "transformer", "name": name, "threads": threads,
+                "train_episodes": 384_000, "n": n}
+
+    old = [cell("recall-transformer-lite"), cell("recall-transformer-lite-alibi")]
+    merged = merge_cells(old, [cell("recall-transformer-lite-alibi", n=1), cell("recall-transformer-lite-alibi", 2)])
+    assert [(c["name"], c["threads"], c["n"]) for c in merged] == [
+        ("recall-transformer-lite", 1, 0), ("recall-transformer-lite-alibi", 1, 1), ("recall-transformer-lite-alibi", 2, 0)]
+    assert [cell_label(c) for c in old] == ["recall transformer", "recall transformer + ALiBi"]

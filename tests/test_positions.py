@@ -178,6 +178,33 @@ def test_the_default_leaves_every_shipped_key_and_name_unchanged():
     assert get_preset("hmm", "transformer", positions="learned") == get_preset("hmm", "transformer")
 
 
+def test_the_lite_recall_transformer_recipe_adds_alibi_and_nothing_else_does():
+    """The recipe's choice (``alibi=None``) is on for the lite recall transformer only; asked for, it can be
+    left out, and other schemes or depths never get it."""
+    recipe = get_preset("recall", "transformer")
+    assert recipe.model.alibi and recipe.name == "recall-transformer-lite-alibi"
+    table = get_preset("recall", "transformer", alibi=False)
+    assert not table.model.alibi and table.name == "recall-transformer-lite" and table.train == recipe.train
+    assert table.key() != recipe.key()
+    assert not get_preset("recall", "transformer", "paper").model.alibi  # the paper's model: the table alone
+    assert get_preset("recall", "transformer", positions="rotary").model.positions == "rotary"  # no ALiBi added
+    assert not get_preset("recall", "transformer", positions="rotary").model.alibi
+    assert get_preset("recall", "transformer", variant="mqar").model.alibi
+    assert not any(get_preset(t, "transformer").model.alibi for t in ("bijection", "hmm", "regression"))
+    assert [p.name for p in shipped_presets() if p.model.alibi] == ["recall-transformer-lite-alibi"]
+
+
+def test_cli_alibi_follows_the_recipe_unless_told(capsys):
+    assert main(["info", "recall", "transformer", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "recall-transformer-lite-alibi" and out["model"]["alibi"] is True
+    assert main(["info", "recall", "transformer", "--no-alibi", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "recall-transformer-lite" and "alibi" not in out["model"]
+    assert main(["info", "recall", "mlp", "--json"]) == 0  # the recipe's choice is the transformer's only
+    assert "alibi" not in json.loads(capsys.readouterr().out)["model"]
+
+
 def test_preset_names_and_keys_of_the_schemes():
     presets = {s: get_preset("hmm", "transformer", positions=s) for s in POSITIONS}
     assert presets["sinusoidal"].name == "hmm-transformer-lite-pos-sinusoidal-soft"

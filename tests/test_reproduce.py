@@ -164,8 +164,10 @@ def test_seeds_median_and_the_four_of_five_rule(tiny):
     assert reproduce.seed_verdict([None, None]) is None and reproduce.seed_verdict([True]) is True
     rows = [{"seed": s, "entropy_mae_bits": v} for s, v in enumerate([0.3, 0.1, 0.5, 0.2, 0.4])]
     assert reproduce.median_seed("hmm", rows)["seed"] == 0  # 0.3 is the middle of five
-    acc = [{"seed": s, "accuracy": v} for s, v in enumerate([0.9, 0.99, 0.5])]
+    acc = [{"seed": s, "accuracy": v, "entropy_mae_bits": 0.1} for s, v in enumerate([0.9, 0.99, 0.5])]
     assert reproduce.median_seed("recall", acc)["seed"] == 0
+    ties = [{"seed": s, "accuracy": 1.0, "entropy_mae_bits": v} for s, v in enumerate([0.3, 0.1, 0.5, 0.2, 0.4])]
+    assert reproduce.median_seed("recall", ties)["seed"] == 0  # five at 100 %: the middle one by entropy MAE
     assert reproduce.cell_preset("bijection", "mlp", seed=3).train.seed == 3
     recipe = reproduce.cell_preset("bijection", "mlp")  # None: the recipe's seed; an explicit 0 is seed 0
     assert reproduce.cell_preset("bijection", "mlp", seed=0).train.seed == 0

@@ -73,7 +73,8 @@ def test_seeded_recipes_ship_their_median_seed():
         train = preset.train
         shipped = json.loads((checkpoint_dir(preset, SHIPPED_DIR) / "checkpoint.json").read_text())
         threads = cpu_threads((shipped.get("trained_on") or {}).get("device_name", ""))
-        same_recipe = train.steps * train.batch_size == cell["train_episodes"] and cell["threads"] == threads
+        same_recipe = (cell["name"] == preset.name and train.steps * train.batch_size == cell["train_episodes"]
+                       and cell["threads"] == threads)
         if not (same_recipe and cell["realises"]):
             continue
         assert train.seed == cell["median_seed"], f"{cell['tunnel']} {cell['arch']}: ship seed {cell['median_seed']}"

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import torch
 
 from ..baselines import evaluate_baseline
+from ..cell_seeds import CELL_SEEDS_FILE, load_cell_seeds
 from ..checkpoints import find_checkpoint
 from ..evaluate import evaluate
 from ..models import build_model
@@ -19,8 +20,8 @@ from ..tunnels import make_tunnel
 from ..window_ladder import SLOW_SEEDS_FILE, load_slow_seeds
 from .catalogue import Claim
 from .context import Context, make_row, metrics_of
-from .rules import (ACCURACY_POINTS, FACTOR, LENGTHS, PARTLY, cell_verdict, jsonable, num, published_text,
-                    size_verdict, within_factor, within_points)
+from .rules import (ACCURACY_POINTS, FACTOR, LENGTHS, PARTLY, REPRODUCED, cell_verdict, jsonable, num,
+                    published_text, size_verdict, within_factor, within_points)
 
 
 def _cell(ctx: Context, cid: str, tunnel: str, arch: str, note: Callable[[dict[str, Any]], str] | None = None,
@@ -73,8 +74,32 @@ def _cell(ctx: Context, cid: str, tunnel: str, arch: str, note: Callable[[dict[s
                "baselines": bases, "bars": comparison["bars"], "episodes": ctx.budget.eval}
     if note is not None:
         reason += "; " + note(details)
+    seeds, holds = _seed_evidence(ctx, tunnel, arch)
+    if seeds and paper_succeeds and ours_realises:  # a success resting on one run: the seed rule decides
+        reason += "; " + seeds
+        details["seeds_hold"] = holds
+        if not holds and verdict == REPRODUCED:
+            verdict = PARTLY
     return make_row(cid, paper=paper_text or f"{published_text(pub)} ({pub.source})", ours=ours_text, verdict=verdict,
                     reason=reason, paper_value=pub.value, ours_value=ours_value, details=details)
+
+
+def _seed_evidence(ctx: Context, tunnel: str, arch: str) -> tuple[str, bool | None]:
+    """What chapter 6's seed table says of this cell's recipe (the same preset name and budget): how many
+    of seeds 0-4 realise the primitive at each thread count, and whether the verdict holds (at least 4 of
+    5 at every count). ("", None) when the recipe's seeds were not trained."""
+    if not CELL_SEEDS_FILE.exists():
+        return "", None
+    preset = ctx.preset(tunnel, arch)
+    budget = preset.train.steps * preset.train.batch_size
+    cells = sorted((c for c in load_cell_seeds()["cells"]
+                    if c["name"] == preset.name and c["train_episodes"] == budget), key=lambda c: c["threads"])
+    if not cells:
+        return "", None
+    counts = ", ".join(f"{c['realised_seeds']} of {len(c['seeds'])} at {c['threads']} thread"
+                       f"{'s' if c['threads'] != 1 else ''}" for c in cells)
+    holds = all(c["realises"] for c in cells)
+    return f"seeds 0-4 of the recipe realise it: {counts} (chapter 6){'' if holds else ', short of 4 of 5'}", holds
 
 
 def headline_row(ctx: Context) -> Claim:

@@ -111,7 +111,7 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
     if positions in ATTENTION_ONLY_POSITIONS and args.arch != "transformer":
         raise ValueError(f"--positions {positions}: it acts in attention, for the transformer only, "
                          f"not {args.arch}")
-    alibi = getattr(args, "alibi", False)
+    alibi = getattr(args, "alibi", None)  # None: the recipe's choice
     if alibi and (args.arch != "transformer" or positions != "learned"):
         raise ValueError(f"--alibi adds a recency bias to the learned table's attention: transformer and "
                          f"--positions learned only, not {args.arch} with --positions {positions}")

@@ -34,8 +34,9 @@ def preset_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -
                     help="position scheme: learned table (default), fixed sinusoidal table, rotary in attention "
                          "(transformer only), alibi (a linear recency bias on attention scores; transformer "
                          "only), or none")
-    sp.add_argument("--alibi", action="store_true",
-                    help="add ALiBi's recency bias in attention to the learned position table (transformer only)")
+    sp.add_argument("--alibi", action=argparse.BooleanOptionalAction, default=None,
+                    help="add (or, --no-alibi, leave out) ALiBi's recency bias in attention on the learned position "
+                         "table (transformer only; default: the recipe's, on for the lite recall transformer)")
     sp.add_argument("--steps", type=int_range(1, MAX_STEPS), default=None,
                     help=f"training steps, 1 to {MAX_STEPS:,} (default: the preset's)")
     sp.add_argument("--seed", type=seed_int, default=None, help=f"{seed_help}, 0 to 2**63 - 1")

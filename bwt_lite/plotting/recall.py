@@ -305,7 +305,7 @@ def recall_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, positio
                                       continuous_update=False))
 
 
-CAPACITY_COLORS = {"transformer": "C0", "lstm": "C2", "mamba": "C3"}
+CAPACITY_COLORS = {"transformer": "C0", "transformer+alibi": "C1", "lstm": "C2", "mamba": "C3"}
 
 
 def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] | None = None,
