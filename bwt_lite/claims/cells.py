@@ -202,7 +202,11 @@ def _with_slow_hmm(ctx: Context, row: Claim, arch: str) -> Claim:
 
 
 def recall_transformer_row(ctx: Context) -> Claim:
-    return _cell(ctx, "recall-transformer", "recall", "transformer")
+    """The recall transformer; says so where its recipe adds ALiBi's recency bias (the lite one does)."""
+    alibi = ctx.preset("recall", "transformer").model.alibi
+    note = (lambda d: "with ALiBi's recency bias on the learned position table (Paper I's model has none; "
+                      "chapter 4, section 4.3)") if alibi else None
+    return _cell(ctx, "recall-transformer", "recall", "transformer", note)
 
 
 def rows_recall(ctx: Context) -> list[Claim]:
