@@ -48,9 +48,9 @@ def sweep_preset(arch: str, n_pairs: int, d_model: int, *, steps: int = STEPS, s
     check_int("d_model", d_model, 16)
     if d_model % 16:
         raise ValueError(f"d_model must be a multiple of 16 (the transformer's d_head), got {d_model}")
-    base = get_preset("recall", arch.removesuffix("+alibi"), "lite", alibi=arch.endswith("+alibi"), steps=steps, batch_size=BATCH, lr=LR, warmup_steps=100,
-                      min_lr_ratio=0.1, eval_every=min(EVAL_EVERY, steps), seed=seed,
-                      stop_accuracy=STOP_ACCURACY)
+    base = get_preset("recall", arch.removesuffix("+alibi"), "lite", alibi=arch.endswith("+alibi"), steps=steps,
+                      batch_size=BATCH, lr=LR, warmup_steps=100, min_lr_ratio=0.1,
+                      eval_every=min(EVAL_EVERY, steps), seed=seed, stop_accuracy=STOP_ACCURACY)
     tunnel = make_tunnel(**{**base.tunnel, "variant": "mqar", "n_pairs": n_pairs, "n_queries": N_QUERIES})
     model = replace(base.model, d_model=d_model, n_layers=N_LAYERS, n_heads=max(d_model // 16, 1),
                     vocab_size=tunnel.vocab_size, n_positions=tunnel.seq_len + 1)

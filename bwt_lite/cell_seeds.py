@@ -7,6 +7,7 @@ each seed judged by the primitives table's rule (:func:`bwt_lite.reproduce.reali
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,16 @@ def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[di
     return list(merged.values())
 
 
+def adds_alibi(name: str) -> bool:
+    """Does the preset named ``name`` add ALiBi's recency bias to its learned position table? (Its name
+    carries ``-alibi`` after the scale, e.g. ``recall-transformer-lite-alibi``; ``-pos-alibi`` is the bias
+    alone, without the table.)"""
+    return re.search(r"(?<!-pos)-alibi(-|$)", name) is not None
+
+
 def cell_label(cell: dict[str, Any]) -> str:
     """"recall transformer", with " + ALiBi" where the recipe adds ALiBi's recency bias to the position table."""
-    return f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if cell["name"].endswith("-alibi") else "")
+    return f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if adds_alibi(cell["name"]) else "")
 
 
 def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[list[Any]]:
@@ -44,7 +52,8 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     threads)"), its training episodes, each seed's ``metric`` marked ``*`` where that seed realises the
     primitive, and how many seeds realise it ("4 of 5"; the cell realises it at 4 of 5)."""
     rows = []
-    for c in sorted(table["cells"], key=lambda c: (c["tunnel"], c["arch"], c["train_episodes"], c["name"], c["threads"])):
+    order = lambda c: (c["tunnel"], c["arch"], c["train_episodes"], c["name"], c["threads"])  # noqa: E731
+    for c in sorted(table["cells"], key=order):
         by_seed = {s["seed"]: s for s in c["seeds"]}
         marks = [f"{by_seed[s][metric]:.4f}{'*' if by_seed[s]['realises'] else ''}" if s in by_seed else "-"
                  for s in range(5)]
@@ -54,4 +63,4 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     return rows
 
 
-__all__ = ["CELL_SEEDS_FILE", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid"]
+__all__ = ["CELL_SEEDS_FILE", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid"]

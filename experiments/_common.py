@@ -26,6 +26,18 @@ def parser(description: str, out: str) -> argparse.ArgumentParser:
     return p
 
 
+def shown_args(argv: list[str], dirs: tuple[str, ...] = (), files: tuple[str, ...] = ()) -> list[str]:
+    """``argv`` as a result file records it: the value of each option in ``dirs`` shown as ``DIR`` and of
+    each in ``files`` as its file name (those paths are this machine's)."""
+    words = list(argv)
+    for i, w in enumerate(words[:-1]):
+        if w in dirs:
+            words[i + 1] = "DIR"
+        elif w in files:
+            words[i + 1] = Path(words[i + 1]).name
+    return words
+
+
 def smoke(overrides: dict[str, Any], steps: int | None) -> dict[str, Any]:
     """``overrides`` with ``steps`` (and evaluations short enough for it) when a smoke run asks for it."""
     if steps is None:

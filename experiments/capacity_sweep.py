@@ -17,6 +17,8 @@ from pathlib import Path
 
 from bwt_lite import capacity
 
+from _common import shown_args
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -29,10 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--append", action="store_true", help="add these rows to those already in --out")
     args = p.parse_args(argv)
     rows = capacity.run_sweep(archs=args.archs, steps=args.steps, episodes=args.episodes, jobs=args.jobs)
-    words = list(argv if argv is not None else sys.argv[1:])
-    for i, w in enumerate(words[:-1]):  # the output path is this machine's
-        if w == "--out":
-            words[i + 1] = Path(words[i + 1]).name
+    words = shown_args(argv if argv is not None else sys.argv[1:], files=("--out",))
     command = ("python experiments/capacity_sweep.py " + " ".join(words)).strip()
     if args.append and Path(args.out).exists():
         old = capacity.load_sweep(args.out)

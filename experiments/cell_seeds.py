@@ -33,7 +33,7 @@ from bwt_lite.store.checkpoint import find_checkpoint
 from bwt_lite.store.files import read_json
 from bwt_lite.tunnels import make_tunnel
 
-from _common import parser, smoke, write
+from _common import parser, shown_args, smoke, write
 
 
 def threads_of_or_none(meta: dict) -> int | None:
@@ -92,10 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                       "median_seed": median_seed(tunnel, runs)["seed"], "seeds": runs})
         print(f"{spec} at {cells[-1]['threads']} thread(s): " + ", ".join(
             f"seed {r['seed']} {r['entropy_mae_bits']:.4f}{' realises' if r['realises'] else ''}" for r in runs))
-    words = list(argv if argv is not None else sys.argv[1:])
-    for i, w in enumerate(words[:-1]):  # the cache and output paths are this machine's
-        if w in ("--cache", "--out"):
-            words[i + 1] = "DIR" if w == "--cache" else Path(words[i + 1]).name
+    words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--cache",), files=("--out",))
     trained_at = ",".join(str(t) for t in sorted({c["threads"] for c in cells}))  # the training thread count
     command = f"OMP_NUM_THREADS={trained_at} python experiments/cell_seeds.py " + " ".join(words)
     out = {"episodes": args.episodes, "commands": [command], "cells": cells}

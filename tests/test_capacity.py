@@ -58,6 +58,7 @@ def test_the_experiment_script_smoke_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(capacity, "ARCHS", ("lstm",))
     monkeypatch.setattr(capacity, "WIDTHS", (16,))
     monkeypatch.setattr(capacity.run_sweep, "__defaults__", ((2,), ("lstm",), (16,)))
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "experiments"))  # the scripts' _common
     spec = importlib.util.spec_from_file_location("capacity_sweep", Path(__file__).parents[1] / "experiments" / "capacity_sweep.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
