@@ -6,8 +6,9 @@ trained into ``--cache`` (resumable; the recipe's own seed at one thread is the 
 used when the cache lacks it) and scored on the primitives table's held-out episodes beside the tunnel's exact
 baselines, with the table's verdict per seed (``bwt_lite.reproduce.realises``). The thread count is
 the one each checkpoint records (``trained_on``): set it with ``OMP_NUM_THREADS``, and give each
-thread count its own ``--cache``. A seed of the bijection LSTM takes about 10 min of one core, of the
-bijection Mamba about 4, of the regression transformer about 12.
+thread count its own ``--cache``. A seed takes about this long on one core (two one-thread runs side
+by side): bijection LSTM 10 min, bijection Mamba 4, bijection transformer 8, regression transformer 12,
+regression LSTM 8, slow-HMM Mamba 25-30.
 
     OMP_NUM_THREADS=1 python experiments/cell_seeds.py --cells bijection:lstm bijection:mamba --cache DIR1
     OMP_NUM_THREADS=2 python experiments/cell_seeds.py --cells bijection:lstm --cache DIR2 \\
