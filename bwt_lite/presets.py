@@ -181,10 +181,14 @@ TUNNEL_TRAIN.update({
        for (tunnel, arch), episodes in TIME_CAPPED_EPISODES.items()},
 })
 # Per-variant recipes, over the tunnel's: (tunnel, variant, arch, scale). The slow-mixing HMM keeps each
-# architecture's own lite learning rate (the Mamba's 2e-3 learns there).
+# architecture's own lite learning rate. The Mamba's 2e-3 warms up over 2,000 steps instead of 200 (after
+# the short warm-up most seeds stay on the uniform belief for the whole run), and its seed is 4, the
+# median of seeds 0-4 (chapter 6, sections 6.4 and 6.6).
 VARIANT_TRAIN: dict[tuple[str, str, str, str], TrainConfig] = {
     ("hmm", "slow", arch, "lite"): _equal_budget(
-        TUNNEL_TRAIN[("hmm", arch, "lite")] if arch == "transformer" else replace(TRAIN[(arch, "lite")], target="soft"),
+        TUNNEL_TRAIN[("hmm", arch, "lite")] if arch == "transformer" else
+        replace(TRAIN[(arch, "lite")], target="soft",
+                **({"warmup_steps": 2_000, "seed": 4} if arch == "mamba" else {})),
         HMM_EPISODES)
     for arch in ARCHS
 }

@@ -8,7 +8,7 @@ baselines, with the table's verdict per seed (``bwt_lite.reproduce.realises``). 
 the one each checkpoint records (``trained_on``): set it with ``OMP_NUM_THREADS``, and give each
 thread count its own ``--cache``. A seed takes about this long on one core (two one-thread runs side
 by side): bijection LSTM 10 min, bijection Mamba 4, bijection transformer 8, regression transformer 12,
-regression LSTM 8, slow-HMM Mamba 45-50 (with other work on the cores).
+regression LSTM 8, slow-HMM Mamba 22.
 
     OMP_NUM_THREADS=1 python experiments/cell_seeds.py --cells bijection:lstm bijection:mamba --cache DIR1
     OMP_NUM_THREADS=2 python experiments/cell_seeds.py --cells bijection:lstm --cache DIR2 \\

@@ -273,3 +273,35 @@ def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch):
     assert text == ("seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, 3 of 5 at 2 threads (chapter 6), "
                     "short of 4 of 5") and holds is False
     assert cells._seed_evidence(Ctx(), "hmm", "mlp") == ("", None)
+    table["cells"] = [row(preset.name, 1, 5)]  # one thread count only: it says which is missing
+    assert cells._seed_evidence(Ctx(), "recall", "transformer") == (
+        "seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, not yet trained at 2 threads (chapter 6)", True)
+
+
+@pytest.mark.parametrize("holds, verdict", [(True, C.PARTLY), (False, C.NOT_REPRODUCED), (None, C.PARTLY)])
+def test_slow_hmm_success_counts_only_if_its_seeds_hold(monkeypatch, holds, verdict):
+    """A cell that misses transport on the default HMM and realises it on the slow one is "partly"
+    reproduced, unless its slow recipe's seeds 0-4 fall short of 4 of 5 (holds None: not trained)."""
+    from bwt_lite.claims import cells
+
+    window4 = {"entropy_mae_bits": 0.1, "kl_bits": 0.05}
+    monkeypatch.setattr(cells, "find_checkpoint", lambda preset: Path("."))
+    monkeypatch.setattr(cells, "realises", lambda tunnel, ours, bases: True)
+    monkeypatch.setattr(cells, "_seed_evidence",
+                        lambda ctx, tunnel, arch: ("" if holds is None else "seeds 0-4: constructed", holds))
+
+    class Ctx:
+        def preset(self, tunnel: str, arch: str):
+            return None
+
+        def evaluate(self, tunnel: str, arch: str):
+            return {"entropy_mae_bits": 0.01, "kl_bits": 0.001}
+
+        def baselines(self, tunnel: str):
+            return {"window-4": window4}
+
+    monkeypatch.setattr(cells, "metrics_of", lambda r: r)
+    row = _claim("hmm-mamba", verdict=C.NOT_REPRODUCED, details={"paper_succeeds": True, "ours_realises": False})
+    out = cells._with_slow_hmm(Ctx(), row, "mamba")
+    assert out.verdict == verdict and out.details["slow_hmm"]["seeds_hold"] is holds
+    assert ("seeds 0-4: constructed" in out.reason) is (holds is not None)
