@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
+RULE_THREADS = (1, 2)  # a verdict holds when it holds at each of these CPU thread counts
 
 
 def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
@@ -63,4 +64,4 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     return rows
 
 
-__all__ = ["CELL_SEEDS_FILE", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid"]
+__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid"]
