@@ -15,6 +15,11 @@ CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
 RULE_THREADS = (1, 2)  # a verdict holds when it holds at each of these CPU thread counts
 
 
+def threads_label(n: int) -> str:
+    """'1 thread', '2 threads'."""
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
 def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
     """The shipped seed table: ``{"episodes", "commands", "cells": [{"tunnel", "arch", "name", "threads", "steps",
     "batch_size", "train_episodes", "realises", "realised_seeds", "median_seed", "seeds": [{"seed",
@@ -64,4 +69,4 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     return rows
 
 
-__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid"]
+__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid", "threads_label"]

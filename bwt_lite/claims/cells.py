@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 
 from ..baselines import evaluate_baseline
-from ..cell_seeds import CELL_SEEDS_FILE, RULE_THREADS, load_cell_seeds
+from ..cell_seeds import CELL_SEEDS_FILE, RULE_THREADS, load_cell_seeds, threads_label
 from ..checkpoints import find_checkpoint
 from ..evaluate import evaluate
 from ..models import build_model
@@ -96,11 +96,10 @@ def _seed_evidence(ctx: Context, tunnel: str, arch: str) -> tuple[str, bool | No
                     if c["name"] == preset.name and c["train_episodes"] == budget), key=lambda c: c["threads"])
     if not cells:
         return "", None
-    at = lambda n: f"{n} thread{'s' if n != 1 else ''}"  # noqa: E731
-    counts = ", ".join(f"{c['realised_seeds']} of {len(c['seeds'])} at {at(c['threads'])}" for c in cells)
+    counts = ", ".join(f"{c['realised_seeds']} of {len(c['seeds'])} at {threads_label(c['threads'])}" for c in cells)
     holds = all(c["realises"] for c in cells)
     missing = sorted(set(RULE_THREADS) - {c["threads"] for c in cells})
-    counts += "".join(f", not yet trained at {at(n)}" for n in missing)
+    counts += "".join(f", not yet trained at {threads_label(n)}" for n in missing)
     return f"seeds 0-4 of the recipe realise it: {counts} (chapter 6){'' if holds else ', short of 4 of 5'}", holds
 
 
