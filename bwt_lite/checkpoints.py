@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 
 from .models import WindTunnelModel
 from .presets import Preset
-from .runtime.device import amp_dtype, device_name, precision_name, resolve_device
+from .runtime.device import amp_dtype, cpu_model, device_name, precision_name, resolve_device
 from .store.cache import LOCK, META, RESUME, cache_dir, checkpoint_dir, prepare_root
 from .store.checkpoint import find_checkpoint, load_checkpoint, save_checkpoint
 from .store.files import SEAL, CheckpointError, read_json
@@ -110,6 +110,8 @@ def _train_and_save_locked(preset: Preset, directory: Path, *, progress: bool, d
                        log=None if log_every_s is None else log, log_every_s=log_every_s or 0.0)
     trained_on = {"device": dev.type, "device_name": device_name(dev), "precision": precision_name(dtype),
                   "compile": compile_model}
+    if dev.type == "cpu":
+        trained_on["cpu"] = cpu_model()  # one-thread runs repeat bit for bit only on the same kind of CPU
     meta = save_checkpoint(directory, preset, model, state, trained_on)
     shutil.rmtree(directory / RESUME, ignore_errors=True)
     return model.eval(), meta

@@ -9,7 +9,7 @@ from bwt_lite.runtime import device
 from bwt_lite.checkpoints import cache_dir, train_and_save
 from bwt_lite.store import cache
 from bwt_lite.store.resume import load_train_state
-from bwt_lite.runtime.device import amp_dtype, resolve_device
+from bwt_lite.runtime.device import amp_dtype, cpu_model, resolve_device
 from bwt_lite.presets import get_preset
 from bwt_lite.train import Throughput, fit, format_duration
 from conftest import fit_until_killed
@@ -81,6 +81,9 @@ def test_fp16_run_resumes_exactly_with_its_scaler_state(isolated_cache):
     resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=lambda _: None, amp="fp16")
     assert same_weights(full, resumed)
     assert meta["trained_on"]["precision"] == "fp16 autocast" and meta["trained_on"]["device"] == "cpu"
+    # a CPU run names the processor and torch's kernel set: one-thread bit-for-bit repeats need both the same
+    assert meta["trained_on"]["cpu"] == cpu_model()
+    assert cpu_model().endswith(", " + torch.backends.cpu.get_cpu_capability())
 
 
 def test_compile_wraps_the_training_forward_only(monkeypatch):

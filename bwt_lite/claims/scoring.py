@@ -31,7 +31,7 @@ def scorecard(device: str | torch.device = "cpu", fast: bool = False, *, network
     ``log``: called with one line per finished group. ``threads``: torch threads during the run
     (restored after; None leaves them): one is the fastest on a shared 2-core machine (the Paper II
     run's small batched steps slow down several-fold with two contended threads) and makes every
-    number bit-for-bit reproducible.
+    number bit-for-bit reproducible on a given CPU.
     """
     if threads is not None:
         previous = torch.get_num_threads()

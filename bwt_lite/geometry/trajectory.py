@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help=f"parent folder (default {TRAJECTORY_DIR})")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # bit-for-bit reproducible on a CPU
+    torch.set_num_threads(1)  # bit-for-bit reproducible on a given CPU
     spec = TRAJECTORIES[args.name]
     traj = train_trajectory(trajectory_preset(args.name), spec["save_steps"], name=args.name,
                             progress=not args.no_progress, log=print)

@@ -16,7 +16,9 @@ matmuls in lower precision, and :func:`bwt_lite.evaluate.evaluate` always scores
 from __future__ import annotations
 
 import contextlib
+import platform
 import re
+from pathlib import Path
 from typing import Any, Callable, ContextManager
 
 import torch
@@ -92,6 +94,28 @@ def device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     n = torch.get_num_threads()
     return f"{device.type} ({n} thread{'' if n == 1 else 's'})"
+
+
+def cpu_model() -> str:
+    """The processor and the kernel set torch dispatches to on it, e.g. 'AMD EPYC (family 26, model 2), AVX512'.
+
+    Recorded with a CPU-trained checkpoint: one-thread training is bit-for-bit repeatable on one kind of
+    processor, but another processor (or another kernel set) rounds differently, so a retrain elsewhere
+    can take another path (lab notes, "Reproducibility across threads and seeds").
+    """
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+            if not line.strip() and fields:
+                break  # the first processor is enough
+    except OSError:
+        pass
+    name = fields.get("model name") or platform.processor() or platform.machine() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    return f"{name}, {torch.backends.cpu.get_cpu_capability()}"
 
 
 def cpu_threads(name: str) -> int | None:
