@@ -11,13 +11,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .runtime.device import threads_label
+
 CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
 RULE_THREADS = (1, 2)  # a verdict holds when it holds at each of these CPU thread counts
-
-
-def threads_label(n: int) -> str:
-    """'1 thread', '2 threads'."""
-    return f"{n} thread{'s' if n != 1 else ''}"
 
 
 def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
@@ -63,7 +60,7 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
         by_seed = {s["seed"]: s for s in c["seeds"]}
         marks = [f"{by_seed[s][metric]:.4f}{'*' if by_seed[s]['realises'] else ''}" if s in by_seed else "-"
                  for s in range(5)]
-        threads = f"{c['threads']} thread{'s' if c['threads'] != 1 else ''}"
+        threads = threads_label(c["threads"])
         rows.append([f"{cell_label(c)} ({threads})", c["train_episodes"], *marks,
                      f"{c['realised_seeds']} of {len(c['seeds'])}"])
     return rows

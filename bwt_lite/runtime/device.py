@@ -92,8 +92,12 @@ def device_name(device: torch.device) -> str:
     """A human-readable name: the GPU's (e.g. 'Tesla T4') or 'cpu (N threads)'."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    n = torch.get_num_threads()
-    return f"{device.type} ({n} thread{'' if n == 1 else 's'})"
+    return f"{device.type} ({threads_label(torch.get_num_threads())})"
+
+
+def threads_label(n: int) -> str:
+    """'1 thread', '2 threads'."""
+    return f"{n} thread{'' if n == 1 else 's'}"
 
 
 def cpu_model() -> str:
@@ -103,15 +107,11 @@ def cpu_model() -> str:
     processor, but another processor (or another kernel set) rounds differently, so a retrain elsewhere
     can take another path (lab notes, "Reproducibility across threads and seeds").
     """
-    fields: dict[str, str] = {}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-            if not line.strip() and fields:
-                break  # the first processor is enough
+        first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]  # the first processor is enough
     except OSError:
-        pass
+        first = ""
+    fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
     name = fields.get("model name") or platform.processor() or platform.machine() or "unknown CPU"
     if "cpu family" in fields and "model" in fields:
         name += f" (family {fields['cpu family']}, model {fields['model']})"
