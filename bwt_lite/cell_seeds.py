@@ -38,6 +38,23 @@ def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[di
     return list(merged.values())
 
 
+def recipe_cells(name: str, train_episodes: int, path: Path | str = CELL_SEEDS_FILE) -> list[dict[str, Any]]:
+    """The seed table's cells of one recipe (its preset ``name`` and training budget), one per thread count
+    in increasing order; [] when that recipe's seeds were not trained (or the table is missing)."""
+    if not Path(path).exists():
+        return []
+    cells = [c for c in load_cell_seeds(path)["cells"] if c["name"] == name and c["train_episodes"] == train_episodes]
+    return sorted(cells, key=lambda c: c["threads"])
+
+
+def seed_counts(cells: list[dict[str, Any]]) -> str:
+    """"4 of 5 at 1 thread, 5 of 5 at 2 threads" for :func:`recipe_cells`, naming the thread counts of
+    :data:`RULE_THREADS` not yet trained."""
+    counts = ", ".join(f"{c['realised_seeds']} of {len(c['seeds'])} at {threads_label(c['threads'])}" for c in cells)
+    missing = sorted(set(RULE_THREADS) - {c["threads"] for c in cells})
+    return counts + "".join(f", not yet trained at {threads_label(n)}" for n in missing)
+
+
 def adds_alibi(name: str) -> bool:
     """Does the preset named ``name`` add ALiBi's recency bias to its learned position table? (Its name
     carries ``-alibi`` after the scale, e.g. ``recall-transformer-lite-alibi``; ``-pos-alibi`` is the bias
@@ -66,4 +83,5 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     return rows
 
 
-__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "seed_grid", "threads_label"]
+__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "recipe_cells",
+           "seed_counts", "seed_grid", "threads_label"]

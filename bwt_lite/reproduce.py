@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 
 from .baselines import describe, evaluate_baselines
+from .cell_seeds import recipe_cells, seed_counts
 from .checkpoints import find_checkpoint, load_or_train
 from .runtime.device import resolve_device
 from .evaluate import evaluate
@@ -285,7 +286,9 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     trained once per seed (``seed`` is the held-out
     episodes' seed, the same for all): the row carries the median seed's numbers (:func:`median_seed`)
     and its ``seed``, ``seeds`` (each seed's metrics and verdict) and ``realised_seeds``; ``realises`` is
-    then :func:`seed_verdict` (at least :data:`SEED_SHARE` of the seeds realise).
+    then :func:`seed_verdict` (at least :data:`SEED_SHARE` of the seeds realise). With the recipe's seed
+    alone at lite scale, a cell whose recipe's seeds 0-4 were trained (chapter 6's seed table) carries
+    ``seed_record``, and realises its primitive only if its recipe does too (:func:`_with_seed_record`).
 
     With ``jobs`` > 1 the cells to train are first trained on the CPU, ``jobs`` at a time in worker
     processes (:func:`bwt_lite.runtime.pool.train_presets`), then every cell is evaluated here.
@@ -318,7 +321,11 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
             runs = [_model_row(tunnel, arch, preset, scale, bases, episodes=episodes, seed=seed, retrain=retrain,
                                progress=progress, device=device, log=log, download=download)
                     for a, preset in presets if a == arch]
-            rows.append(runs[0] if len(runs) == 1 else _seeds_row(tunnel, runs))
+            if len(runs) > 1:
+                rows.append(_seeds_row(tunnel, runs))
+            else:
+                own = [p for a, p in presets if a == arch][0]
+                rows.append(_with_seed_record(runs[0], own) if train_seeds == [None] and scale == "lite" else runs[0])
         if baseline_rows:
             rows += base_rows
     return rows
@@ -353,6 +360,22 @@ def _model_row(tunnel: str, arch: str, preset: Any, scale: str, bases: Mapping[s
     row["why_not"] = "; ".join(why + ([comparison["why"]] if comparison["why"] else []))
     row["paper_realises"] = realises(tunnel, _paper_metrics(tunnel, arch), bases) if paper else None
     row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def _with_seed_record(row: dict[str, Any], preset: Any) -> dict[str, Any]:
+    """A shipped cell's row judged by its recipe's seeds too, where chapter 6's seed table has them
+    (:func:`bwt_lite.cell_seeds.recipe_cells`): ``seed_record`` says how many seeds realise the primitive at
+    each thread count, and a run that realises it while its recipe does not (fewer than 4 of 5 seeds at
+    some thread count) is not counted as realising it. The row is unchanged when no seeds were trained."""
+    cells = recipe_cells(preset.name, preset.train.steps * preset.train.batch_size)
+    if not cells:
+        return row
+    row = dict(row, seed_record=seed_counts(cells))
+    if row["realises"] and not all(c["realises"] for c in cells):
+        row["realises"] = False
+        row["why_not"] = (f"this run realises it, its recipe does not: seeds 0-4 realise it {row['seed_record']}, "
+                          f"short of 4 of 5")
     return row
 
 

@@ -210,7 +210,7 @@ def test_fast_scorecard_robust_verdicts(fast_rows):
     assert row["bijection-mlp"].verdict == C.REPRODUCED  # at the context-blind plateau
     assert row["hmm-transformer"].verdict == C.NOT_REPRODUCED  # the 2-symbol window filter beats it
     assert "beats window-2: no" in row["hmm-transformer"].reason
-    assert "runs realise it there (chapter 6)" in row["hmm-transformer"].reason  # the slow-HMM seed sweep
+    assert "seeds 0-4 of the recipe realise it" in row["hmm-transformer"].reason  # the slow-HMM recipe's seeds
     assert row["keys-orthogonal"].verdict == C.NOT_REPRODUCED  # less orthogonal than at random init
     # the shipped 6-layer model: its last block does almost nothing when bypassed (about 1x, not > 10x)
     assert row["layer-ablation"].verdict == C.NOT_REPRODUCED and "6-layer lite model" in row["layer-ablation"].reason
@@ -249,7 +249,7 @@ def test_bwt_claims_prints_the_scorecard_as_json(capsys):
     assert [c["id"] for c in out["claims"]] == list(C.CLAIM_IDS) and out["fast"] is True
 
 
-def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch):
+def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch, tmp_path):
     """A success claim names how many of seeds 0-4 of its recipe realise it; another recipe's rows (the same
     cell with the learned table alone) do not count, and fewer than 4 of 5 at any thread count fails."""
     from bwt_lite.claims import cells
@@ -262,8 +262,14 @@ def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch):
         return {"name": name, "train_episodes": n, "threads": threads, "realised_seeds": realised,
                 "seeds": [{}] * 5, "realises": realised >= 4}
 
+    from functools import partial
+
+    from bwt_lite.cell_seeds import recipe_cells
+
     table = {"cells": [row(preset.name, 2, 3), row(preset.name, 1, 5), row("recall-transformer-lite", 1, 1)]}
-    monkeypatch.setattr(cells, "load_cell_seeds", lambda: table)
+    path = tmp_path / "cell_seeds.json"
+    path.write_text(json.dumps(table))
+    monkeypatch.setattr(cells, "recipe_cells", partial(recipe_cells, path=path))
 
     class Ctx:
         def preset(self, tunnel: str, arch: str):
@@ -273,7 +279,7 @@ def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch):
     assert text == ("seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, 3 of 5 at 2 threads (chapter 6), "
                     "short of 4 of 5") and holds is False
     assert cells._seed_evidence(Ctx(), "hmm", "mlp") == ("", None)
-    table["cells"] = [row(preset.name, 1, 5)]  # one thread count only: it says which is missing
+    path.write_text(json.dumps({"cells": [row(preset.name, 1, 5)]}))  # one thread count only: it says which is missing
     assert cells._seed_evidence(Ctx(), "recall", "transformer") == (
         "seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, not yet trained at 2 threads (chapter 6)", True)
 

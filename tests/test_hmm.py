@@ -378,7 +378,12 @@ def test_slow_variant_stays_and_its_default_preset():
     from bwt_lite.presets import get_preset
 
     preset = get_preset("hmm", "transformer", "lite", variant="slow")
-    assert preset.name == "hmm-slow-transformer-lite-soft"
+    # the variant's recipe: ALiBi on the learned table (presets.VARIANT_MODEL) and the 2,000-step warm-up
+    assert preset.name == "hmm-slow-transformer-lite-alibi-soft"
+    assert (preset.model.alibi, preset.train.warmup_steps) == (True, 2_000)
+    default = get_preset("hmm", "transformer", "lite")
+    assert (default.model.alibi, default.train.warmup_steps) == (False, 200)
+    assert not get_preset("hmm", "transformer", "lite", variant="slow", depth="paper").model.alibi
     assert {k: preset.tunnel[k] for k in ("S", "O", "K", "variant")} == {"S": 3, "O": 5, "K": 30, "variant": "slow"}
     tunnel = HMM(S=3, O=5, K=30, variant="slow")
     T, E = tunnel.sample_params(4096, gen(0))

@@ -178,9 +178,9 @@ def test_the_default_leaves_every_shipped_key_and_name_unchanged():
     assert get_preset("hmm", "transformer", positions="learned") == get_preset("hmm", "transformer")
 
 
-def test_the_lite_recall_transformer_recipe_adds_alibi_and_nothing_else_does():
-    """The recipe's choice (``alibi=None``) is on for the lite recall transformer only; asked for, it can be
-    left out, and other schemes or depths never get it."""
+def test_the_lite_recall_and_slow_hmm_recipes_add_alibi_and_nothing_else_does():
+    """The recipe's choice (``alibi=None``) is on for the lite recall and slow-HMM transformers only; asked
+    for, it can be left out, and other schemes or depths never get it."""
     recipe = get_preset("recall", "transformer")
     assert recipe.model.alibi and recipe.name == "recall-transformer-lite-alibi"
     table = get_preset("recall", "transformer", alibi=False)
@@ -191,7 +191,11 @@ def test_the_lite_recall_transformer_recipe_adds_alibi_and_nothing_else_does():
     assert not get_preset("recall", "transformer", positions="rotary").model.alibi
     assert get_preset("recall", "transformer", variant="mqar").model.alibi
     assert not any(get_preset(t, "transformer").model.alibi for t in ("bijection", "hmm", "regression"))
-    assert [p.name for p in shipped_presets() if p.model.alibi] == ["recall-transformer-lite-alibi"]
+    slow = get_preset("hmm", "transformer", variant="slow", alibi=False)
+    assert slow.name == "hmm-slow-transformer-lite-soft" and slow.train == get_preset("hmm", "transformer", variant="slow").train
+    assert not get_preset("hmm", "transformer", variant="slow", positions="rotary").model.alibi
+    assert sorted(p.name for p in shipped_presets() if p.model.alibi) == ["hmm-slow-transformer-lite-alibi-soft",
+                                                                         "recall-transformer-lite-alibi"]
 
 
 def test_cli_alibi_follows_the_recipe_unless_told(capsys):

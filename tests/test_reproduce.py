@@ -182,3 +182,34 @@ def test_seeds_median_and_the_four_of_five_rule(tiny):
     assert "seeds; median seed" in reproduce.format_primitives_table(out)
     with pytest.raises(ValueError, match="train_seeds"):
         reproduce.reproduce("lite", train_seeds=[], log=lambda _: None)
+
+
+def test_a_shipped_run_is_judged_by_its_recipes_seeds(tmp_path, monkeypatch):
+    from functools import partial
+
+    from bwt_lite.cell_seeds import recipe_cells, seed_counts
+
+    preset = reproduce.cell_preset("hmm-slow", "transformer")
+    budget = preset.train.steps * preset.train.batch_size
+
+    def cell(threads, realised, episodes=budget):
+        seeds = [{"seed": s, "realises": s < realised} for s in range(5)]
+        return {"name": preset.name, "threads": threads, "train_episodes": episodes, "realised_seeds": realised,
+                "realises": realised >= 4, "seeds": seeds}
+
+    path = tmp_path / "cell_seeds.json"
+    path.write_text(json.dumps({"cells": [cell(2, 4), cell(1, 3), cell(1, 0, episodes=budget // 2)]}))
+    cells = recipe_cells(preset.name, budget, path)
+    assert [c["threads"] for c in cells] == [1, 2]  # this budget only, by thread count
+    assert seed_counts(cells) == "3 of 5 at 1 thread, 4 of 5 at 2 threads"
+    assert seed_counts(cells[1:]) == "4 of 5 at 2 threads, not yet trained at 1 thread"
+    assert recipe_cells(preset.name, budget, tmp_path / "missing.json") == []
+    monkeypatch.setattr(reproduce, "recipe_cells", partial(recipe_cells, path=path))
+    row = {"realises": True, "why_not": ""}
+    judged = reproduce._with_seed_record(row, preset)
+    assert judged["realises"] is False and row["realises"] is True  # a copy: the run's own verdict is kept
+    assert "3 of 5 at 1 thread, 4 of 5 at 2 threads, short of 4 of 5" in judged["why_not"]
+    path.write_text(json.dumps({"cells": [cell(1, 4), cell(2, 5)]}))
+    held = reproduce._with_seed_record(row, preset)
+    assert held["realises"] is True and held["seed_record"] == "4 of 5 at 1 thread, 5 of 5 at 2 threads"
+    assert reproduce._with_seed_record(row, preset.with_train(steps=10)) is row  # no seeds of that recipe

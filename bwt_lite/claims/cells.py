@@ -9,7 +9,7 @@ from typing import Any, Callable
 import torch
 
 from ..baselines import evaluate_baseline
-from ..cell_seeds import CELL_SEEDS_FILE, RULE_THREADS, load_cell_seeds, threads_label
+from ..cell_seeds import recipe_cells, seed_counts
 from ..checkpoints import find_checkpoint
 from ..evaluate import evaluate
 from ..models import build_model
@@ -17,7 +17,6 @@ from ..paper import paper_figure, paper_value
 from ..presets import get_preset
 from ..reproduce import MARGIN, PRIMITIVES, compare_with_baselines, passes_threshold, realises, threshold_text
 from ..tunnels import make_tunnel
-from ..window_ladder import SLOW_SEEDS_FILE, load_slow_seeds
 from .catalogue import Claim
 from .context import Context, make_row, metrics_of
 from .rules import (ACCURACY_POINTS, FACTOR, LENGTHS, PARTLY, REPRODUCED, cell_verdict, jsonable, num,
@@ -88,19 +87,13 @@ def _seed_evidence(ctx: Context, tunnel: str, arch: str) -> tuple[str, bool | No
     """What chapter 6's seed table says of this cell's recipe (the same preset name and budget): how many
     of seeds 0-4 realise the primitive at each thread count, and whether the verdict holds (at least 4 of
     5 at every count). ("", None) when the recipe's seeds were not trained."""
-    if not CELL_SEEDS_FILE.exists():
-        return "", None
     preset = ctx.preset(tunnel, arch)
-    budget = preset.train.steps * preset.train.batch_size
-    cells = sorted((c for c in load_cell_seeds()["cells"]
-                    if c["name"] == preset.name and c["train_episodes"] == budget), key=lambda c: c["threads"])
+    cells = recipe_cells(preset.name, preset.train.steps * preset.train.batch_size)
     if not cells:
         return "", None
-    counts = ", ".join(f"{c['realised_seeds']} of {len(c['seeds'])} at {threads_label(c['threads'])}" for c in cells)
     holds = all(c["realises"] for c in cells)
-    missing = sorted(set(RULE_THREADS) - {c["threads"] for c in cells})
-    counts += "".join(f", not yet trained at {threads_label(n)}" for n in missing)
-    return f"seeds 0-4 of the recipe realise it: {counts} (chapter 6){'' if holds else ', short of 4 of 5'}", holds
+    return (f"seeds 0-4 of the recipe realise it: {seed_counts(cells)} (chapter 6)"
+            f"{'' if holds else ', short of 4 of 5'}"), holds
 
 
 def headline_row(ctx: Context) -> Claim:
@@ -194,12 +187,8 @@ def _with_slow_hmm(ctx: Context, row: Claim, arch: str) -> Claim:
     reason = (f"{row.reason}; slow-mixing HMM (no published number): {num(ours['entropy_mae_bits'])} bits "
               f"(KL {num(ours['kl_bits'])}) against window-4 {num(w4['entropy_mae_bits'])} "
               f"(KL {num(w4['kl_bits'])}): transport {'realised' if done else 'not realised'} there")
-    if arch == "transformer" and SLOW_SEEDS_FILE.exists():  # the seed sweep of chapter 6 (not the verdict)
-        runs = load_slow_seeds()["runs"]
-        reason += (f"; retrained from other seeds and learning rates, {sum(bool(r['realises']) for r in runs)} of "
-                   f"{len(runs)} runs realise it there (chapter 6)")
     seeds, holds = _seed_evidence(ctx, "hmm-slow", arch)
-    if seeds and done:  # a realising run is judged by its recipe's seeds, as in _cell
+    if seeds:  # a realising run is judged by its recipe's seeds, as in _cell
         reason += "; " + seeds
     partly = (row.details.get("paper_succeeds") and not row.details.get("ours_realises") and done
               and holds is not False)
