@@ -34,6 +34,7 @@ SMOKE = {
     "cell_seeds": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--cells", "bijection:mlp", "hmm-slow:lstm",
                    "--cache", "{tmp}/cache"],
     "capacity_sweep": ["--steps", "20", "--episodes", "16"],
+    "hmm_mamba_sweep": ["--steps", "2", "--episodes", "16", "--runs", "d_model=32", "lr=1e-3,warmup_steps=2000", *ROOT],
     "hmm_deep_recipes": ["--steps", "2", "--episodes", "16", "--recipes", "base", "batch128"],
     "paper_scale": ["--steps", "2", "--episodes", "16", "--cells", "regression", "--device", "cpu", "--root", "{tmp}/ps"],
     "paper_scale_claims": ["--checkpoints", "{tmp}/ps", "--train-command", "paper_scale.py --steps 2", "--fast"],
@@ -94,6 +95,18 @@ def test_smoke_run(name, experiments, tmp_path):
         result = json.loads(out.read_text())
         assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1), (1e-3, 1)]
         assert len(result["commands"]) == 2
+    if name == "hmm_mamba_sweep":
+        assert [(r["change"], r["d_model"], r["lr"], r["train_steps"]) for r in result["runs"]] == [
+            ("d_model=32", 32, 5e-4, 2), ("lr=1e-3,warmup_steps=2000", 112, 1e-3, 2)]
+        assert result["runs"][0]["state_numbers"] < result["runs"][1]["state_numbers"]  # the state grows with d_model
+        assert set(result["windows"]) == {f"window-{w}" for w in range(5)}
+        again = ["--steps", "2", "--episodes", "16", "--runs", "d_model=32", *(a.format(tmp=tmp_path) for a in ROOT)]
+        assert experiments(name).main([*again, "--out", str(out), "--append"]) == 0  # a rerun replaces its row
+        result = json.loads(out.read_text())
+        assert [r["change"] for r in result["runs"]] == ["lr=1e-3,warmup_steps=2000", "d_model=32"]
+        assert len(result["commands"]) == 2
+        with pytest.raises(SystemExit, match="NAME=VALUE"):
+            experiments(name).parse_change("heads=4")
     if name == "hmm_deep_recipes":
         assert [(r["recipe"], r["trained_steps"]) for r in result["runs"]] == [("base", 2), ("batch128", 2)]
         assert result["budget_episodes"] == 320_000 and set(result["windows"]) == {f"window-{w}" for w in range(5)}
