@@ -49,10 +49,10 @@ def recipe_cells(name: str, train_episodes: int, path: Path | str = CELL_SEEDS_F
 
 def seed_counts(cells: list[dict[str, Any]]) -> str:
     """"4 of 5 at 1 thread, 5 of 5 at 2 threads" for :func:`recipe_cells`, naming the thread counts of
-    :data:`RULE_THREADS` not yet trained."""
+    :data:`RULE_THREADS` not trained."""
     counts = ", ".join(f"{c['realised_seeds']} of {len(c['seeds'])} at {threads_label(c['threads'])}" for c in cells)
     missing = sorted(set(RULE_THREADS) - {c["threads"] for c in cells})
-    return counts + "".join(f", not yet trained at {threads_label(n)}" for n in missing)
+    return counts + "".join(f", not trained at {threads_label(n)}" for n in missing)
 
 
 def adds_alibi(name: str) -> bool:

@@ -15,6 +15,9 @@ from typing import Any, Sequence
 # Seeds x peak learning rates of the lite transformer on the slow-mixing HMM, scored beside the ladder
 # (written by experiments/hmm_lr_sweep.py --variant slow; rendered in chapter 6)
 SLOW_SEEDS_FILE = Path(__file__).parent / "data" / "hmm_slow_seeds.json"
+# The lite default-HMM Mamba's recipe with one change per run (learning rate, warm-up, seed, width), scored
+# beside the ladder (written by experiments/hmm_mamba_sweep.py; rendered in chapter 10)
+MAMBA_SWEEP_FILE = Path(__file__).parent / "data" / "hmm_mamba_sweep.json"
 METRIC_LABELS = {"entropy_mae_bits": "entropy MAE (bits)", "kl_bits": "KL (bits)"}
 
 
@@ -44,6 +47,18 @@ def load_slow_seeds(path: Path | str = SLOW_SEEDS_FILE) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/hmm_lr_sweep.py --variant slow to create it")
+    return json.loads(path.read_text())
+
+
+def load_mamba_sweep(path: Path | str = MAMBA_SWEEP_FILE) -> dict[str, Any]:
+    """The shipped sweep of the lite default-HMM Mamba: ``{"recipe", "model", "episodes", "commands",
+    "windows": {"window-w": {metric: value}}, "runs": [{"change", "d_model", "n_layers", "lr", "warmup_steps",
+    "seed", "batch_size", "state_numbers", "entropy_mae_bits", "kl_bits", "train_time_s",
+    "history": [{"step", "entropy_mae_bits"}], ...}]}`` (``change``: what differs from the recipe, or
+    ``"recipe"``)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run experiments/hmm_mamba_sweep.py to create it")
     return json.loads(path.read_text())
 
 

@@ -281,7 +281,7 @@ def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch, tmp_pat
     assert cells._seed_evidence(Ctx(), "hmm", "mlp") == ("", None)
     path.write_text(json.dumps({"cells": [row(preset.name, 1, 5)]}))  # one thread count only: it says which is missing
     assert cells._seed_evidence(Ctx(), "recall", "transformer") == (
-        "seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, not yet trained at 2 threads (chapter 6)", True)
+        "seeds 0-4 of the recipe realise it: 5 of 5 at 1 thread, not trained at 2 threads (chapter 6)", True)
 
 
 @pytest.mark.parametrize("holds, verdict", [(True, C.PARTLY), (False, C.NOT_REPRODUCED), (None, C.PARTLY)])

@@ -202,7 +202,7 @@ def test_a_shipped_run_is_judged_by_its_recipes_seeds(tmp_path, monkeypatch):
     cells = recipe_cells(preset.name, budget, path)
     assert [c["threads"] for c in cells] == [1, 2]  # this budget only, by thread count
     assert seed_counts(cells) == "3 of 5 at 1 thread, 4 of 5 at 2 threads"
-    assert seed_counts(cells[1:]) == "4 of 5 at 2 threads, not yet trained at 1 thread"
+    assert seed_counts(cells[1:]) == "4 of 5 at 2 threads, not trained at 1 thread"
     assert recipe_cells(preset.name, budget, tmp_path / "missing.json") == []
     monkeypatch.setattr(reproduce, "recipe_cells", partial(recipe_cells, path=path))
     row = {"realises": True, "why_not": ""}

@@ -59,3 +59,16 @@ def test_seed_sweep_windows_and_curves(tmp_path):
     assert fig.axes[0].get_lines()[2].get_ydata()[0] == 0.08
     with pytest.raises(FileNotFoundError, match="hmm_lr_sweep.py --variant slow"):
         load_slow_seeds(tmp_path / "missing.json")
+
+
+def test_mamba_sweep_loads_what_the_experiment_writes(tmp_path):
+    import json
+
+    from bwt_lite.window_ladder import load_mamba_sweep, windows_of
+
+    sweep = {**_sweep(), "runs": [{"change": "recipe", "d_model": 112, "entropy_mae_bits": 0.03}]}
+    (tmp_path / "sweep.json").write_text(json.dumps(sweep))
+    loaded = load_mamba_sweep(tmp_path / "sweep.json")
+    assert loaded["runs"][0]["change"] == "recipe" and windows_of(loaded)[0] == [0, 1, 4]
+    with pytest.raises(FileNotFoundError, match="hmm_mamba_sweep.py"):
+        load_mamba_sweep(tmp_path / "missing.json")
