@@ -52,7 +52,7 @@ def load_slow_seeds(path: Path | str = SLOW_SEEDS_FILE) -> dict[str, Any]:
 
 def load_mamba_sweep(path: Path | str = MAMBA_SWEEP_FILE) -> dict[str, Any]:
     """The shipped sweep of the lite default-HMM Mamba: ``{"recipe", "model", "episodes", "commands",
-    "windows": {"window-w": {metric: value}}, "runs": [{"change", "d_model", "n_layers", "lr", "warmup_steps",
+    "windows": {"window-w": {metric: value}}, "runs": [{"change", "d_model", "n_layers", "params", "lr", "warmup_steps",
     "seed", "batch_size", "state_numbers", "entropy_mae_bits", "kl_bits", "train_time_s",
     "history": [{"step", "entropy_mae_bits"}], ...}]}`` (``change``: what differs from the recipe, or
     ``"recipe"``)."""

@@ -18,10 +18,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+import torch
 from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.capacity import state_numbers
 from bwt_lite.checkpoints import load_or_train
 from bwt_lite.evaluate import evaluate
+from bwt_lite.models import build_model
 from bwt_lite.presets import Preset, get_preset
 from bwt_lite.tunnels import make_tunnel
 
@@ -80,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             scored = train_and_score(preset, args.root, args.episodes)
         m, t = preset.model, preset.train
-        row = {"change": text, "d_model": m.d_model, "n_layers": m.n_layers, "lr": t.lr,
+        with torch.device("meta"):  # count the parameters without allocating weights
+            params = build_model(m).n_params
+        row = {"change": text, "d_model": m.d_model, "n_layers": m.n_layers, "params": params, "lr": t.lr,
                "warmup_steps": t.warmup_steps, "seed": t.seed, "batch_size": t.batch_size,
                "state_numbers": state_numbers(preset), **scored}
         rows.append(row)

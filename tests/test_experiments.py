@@ -99,6 +99,7 @@ def test_smoke_run(name, experiments, tmp_path):
         assert [(r["change"], r["d_model"], r["lr"], r["train_steps"]) for r in result["runs"]] == [
             ("d_model=32", 32, 5e-4, 2), ("lr=1e-3,warmup_steps=2000", 112, 1e-3, 2)]
         assert result["runs"][0]["state_numbers"] < result["runs"][1]["state_numbers"]  # the state grows with d_model
+        assert result["runs"][0]["params"] < result["runs"][1]["params"]
         assert set(result["windows"]) == {f"window-{w}" for w in range(5)}
         again = ["--steps", "2", "--episodes", "16", "--runs", "d_model=32", *(a.format(tmp=tmp_path) for a in ROOT)]
         assert experiments(name).main([*again, "--out", str(out), "--append"]) == 0  # a rerun replaces its row
