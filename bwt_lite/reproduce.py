@@ -318,14 +318,13 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
         base_rows = _baseline_rows(tunnel, tunnel_config, scale, episodes, seed, device)
         bases = {r["arch"]: r for r in base_rows}
         for arch in dict.fromkeys(a for a, _ in presets):
+            own = [preset for a, preset in presets if a == arch]
             runs = [_model_row(tunnel, arch, preset, scale, bases, episodes=episodes, seed=seed, retrain=retrain,
-                               progress=progress, device=device, log=log, download=download)
-                    for a, preset in presets if a == arch]
+                               progress=progress, device=device, log=log, download=download) for preset in own]
             if len(runs) > 1:
                 rows.append(_seeds_row(tunnel, runs))
             else:
-                own = [p for a, p in presets if a == arch][0]
-                rows.append(_with_seed_record(runs[0], own) if train_seeds == [None] and scale == "lite" else runs[0])
+                rows.append(_with_seed_record(runs[0], own[0]) if train_seeds == [None] and scale == "lite" else runs[0])
         if baseline_rows:
             rows += base_rows
     return rows

@@ -55,9 +55,13 @@ def train(preset: Preset, root: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def train_and_score(preset: Preset, root: Path, episodes: int) -> dict[str, Any]:
-    """Train ``preset`` into ``root`` (see :func:`train`) and score it on its own tunnel; with its
-    training history (held-out entropy MAE at each evaluation)."""
-    model, meta = train(preset, root)
+    """Train ``preset`` into ``root`` (see :func:`train`) and :func:`score` it."""
+    return score(preset, *train(preset, root), episodes)
+
+
+def score(preset: Preset, model: Any, meta: dict[str, Any], episodes: int) -> dict[str, Any]:
+    """A trained model of ``preset`` scored on its own tunnel, with its training history (held-out
+    entropy MAE at each evaluation)."""
     result = evaluate(model, make_tunnel(**preset.tunnel), episodes=episodes)
     return {"name": preset.name, "key": preset.key()[:16], "train_steps": meta["train_steps"],
             "train_time_s": meta["train_time_s"], "entropy_mae_bits": result.entropy_mae_bits,

@@ -18,16 +18,13 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-import torch
 from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.capacity import state_numbers
 from bwt_lite.checkpoints import load_or_train
-from bwt_lite.evaluate import evaluate
-from bwt_lite.models import build_model
 from bwt_lite.presets import Preset, get_preset
 from bwt_lite.tunnels import make_tunnel
 
-from _common import parser, shown_args, smoke, train_and_score, write
+from _common import parser, score, shown_args, smoke, train, write
 
 TRAIN_FIELDS = {"lr": float, "warmup_steps": int, "seed": int}
 MODEL_FIELDS = {"d_model": int, "n_layers": int}
@@ -71,22 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     for text in args.runs:
         change = parse_change(text)
         preset = sweep_preset(change, args.steps)
-        if preset.key() == recipe.key():  # the shipped checkpoint
-            model, meta = load_or_train(preset, download=False, log=print)
-            res = evaluate(model, make_tunnel(**preset.tunnel), episodes=args.episodes)
-            scored = {"name": preset.name, "key": preset.key()[:16], "train_steps": meta["train_steps"],
-                      "train_time_s": meta["train_time_s"], "entropy_mae_bits": res.entropy_mae_bits,
-                      "kl_bits": res.kl_bits, "accuracy": res.accuracy,
-                      "history": [{"step": h["step"], "entropy_mae_bits": h["entropy_mae_bits"]}
-                                  for h in meta["history"]]}
-        else:
-            scored = train_and_score(preset, args.root, args.episodes)
+        shipped = preset.key() == recipe.key()  # the shipped checkpoint: loaded, not trained
+        model, meta = load_or_train(preset, download=False, log=print) if shipped else train(preset, args.root)
         m, t = preset.model, preset.train
-        with torch.device("meta"):  # count the parameters without allocating weights
-            params = build_model(m).n_params
-        row = {"change": text, "d_model": m.d_model, "n_layers": m.n_layers, "params": params, "lr": t.lr,
+        row = {"change": text, "d_model": m.d_model, "n_layers": m.n_layers, "params": model.n_params, "lr": t.lr,
                "warmup_steps": t.warmup_steps, "seed": t.seed, "batch_size": t.batch_size,
-               "state_numbers": state_numbers(preset), **scored}
+               "state_numbers": state_numbers(preset), **score(preset, model, meta, args.episodes)}
         rows.append(row)
         print(f"{text}: entropy MAE {row['entropy_mae_bits']:.4f} bits, KL {row['kl_bits']:.4f} bits "
               f"({row['train_time_s'] / 60:.1f} min)")
