@@ -18,6 +18,9 @@ SLOW_SEEDS_FILE = Path(__file__).parent / "data" / "hmm_slow_seeds.json"
 # The lite default-HMM Mamba's recipe with one change per run (learning rate, warm-up, seed, width), scored
 # beside the ladder (written by experiments/hmm_mamba_sweep.py; rendered in chapter 10)
 MAMBA_SWEEP_FILE = Path(__file__).parent / "data" / "hmm_mamba_sweep.json"
+# The lite HMM transformer's recipe with each position scheme, trained at K = 20 and scored per position
+# to K = 50 beside the windows past the training length (written by experiments/hmm_positions.py; chapter 3)
+POSITIONS_FILE = Path(__file__).parent / "data" / "hmm_positions.json"
 METRIC_LABELS = {"entropy_mae_bits": "entropy MAE (bits)", "kl_bits": "KL (bits)"}
 
 
@@ -60,6 +63,38 @@ def load_mamba_sweep(path: Path | str = MAMBA_SWEEP_FILE) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/hmm_mamba_sweep.py to create it")
     return json.loads(path.read_text())
+
+
+def load_position_runs(path: Path | str = POSITIONS_FILE) -> dict[str, Any]:
+    """The shipped runs of the lite HMM transformer by position scheme: ``{"recipe", "trained_length",
+    "lengths", "episodes", "margin", "commands", "windows_past": {K: {"window-w": {metric: value}}},
+    "runs": [{"scheme", "alibi", "seed", "warmup_steps", "shipped", "train_time_s", "per_length": {K: {"in_range",
+    "past", "all": {metric: value}, "past_over_in_range", "transports", "per_position"}}}, ...]}``."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run experiments/hmm_positions.py to create it")
+    return json.loads(path.read_text())
+
+
+def position_rows(runs: dict[str, Any], K: int) -> list[dict[str, Any]]:
+    """One row per run of :func:`load_position_runs` at length ``K``: ``positions`` (the scheme, "+ ALiBi"
+    when the learned table has the bias), ``seed``, ``warmup_steps``, entropy MAE ``before`` and ``past``
+    the training length, their ``ratio``, ``kl_past``, ``transports`` (within the margin of the best
+    window past it, entropy MAE and KL) and the ``per_position`` entropy MAE; ordered by scheme (the learned
+    table first), then warm-up and seed."""
+    if str(K) not in runs["windows_past"]:
+        raise ValueError(f"K = {K} is not past the training length among the scored lengths {runs['lengths']}")
+    rows = []
+    for r in runs["runs"]:
+        at = r["per_length"][str(K)]
+        rows.append({"positions": r["scheme"] + (" + ALiBi" if r["alibi"] else ""), "seed": r["seed"],
+                     "warmup_steps": r["warmup_steps"], "shipped": r["shipped"],
+                     "before": at["in_range"]["entropy_mae_bits"], "past": at["past"]["entropy_mae_bits"],
+                     "ratio": at["past_over_in_range"], "kl_past": at["past"]["kl_bits"],
+                     "transports": at["transports"], "per_position": at["per_position"]["entropy_mae"]})
+    order = ["learned", "learned + ALiBi", "sinusoidal", "rotary", "alibi", "none"]
+    return sorted(rows, key=lambda r: (order.index(r["positions"]) if r["positions"] in order else len(order),
+                                       r["warmup_steps"], r["seed"]))
 
 
 def windows_of(sweep: dict[str, Any], metric: str = "entropy_mae_bits") -> tuple[list[int], list[float]]:

@@ -15,22 +15,29 @@ window's, both entropy MAE and KL: the scorecard's rule. The shipped HMM run too
 core, so the five schemes take about 1 h 40 min on 2 CPU cores, one run after the other.
 
     python experiments/hmm_positions.py [--schemes learned sinusoidal rotary alibi none] [--lengths 20 30 50]
-                                        [--seed 0] [--alibi] [--steps N] [--episodes 2048] [--out ...]
+        [--seed 0] [--alibi] [--warmup-steps N] [--steps N] [--episodes 2048] [--out ...] [--append]
 
-``--alibi`` (with ``--schemes learned``) trains the learned table with ALiBi's recency bias added.
+``--alibi`` (with ``--schemes learned``) trains the learned table with ALiBi's recency bias added;
+``--warmup-steps`` changes the recipe's learning-rate warm-up. Each run is a row of ``runs``, named by its
+scheme, ALiBi, seed and warm-up; ``--append`` adds the rows to those already in ``--out`` (a rerun
+replaces its row). The run that is the shipped HMM transformer's recipe is the shipped checkpoint, loaded.
+Chapter 3, section 3.6, renders ``bwt_lite/data/hmm_positions.json``.
 """
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 from bwt_lite.baselines import evaluate_baseline
+from bwt_lite.checkpoints import load_or_train
 from bwt_lite.evaluate import evaluate
 from bwt_lite.models import POSITIONS
 from bwt_lite.presets import get_preset
 from bwt_lite.reproduce import MARGIN
 from bwt_lite.tunnels import make_tunnel
 
-from _common import parser, smoke, train, write
+from _common import parser, shown_args, smoke, train, write
 
 WINDOWS = ("window-0", "window-1", "window-2")  # the reference windows of the scorecard's transport rule
 
@@ -77,27 +84,37 @@ def score(model: Any, tunnel_args: dict[str, Any], K: int, trained: int, episode
     return row
 
 
+def run_id(row: dict[str, Any]) -> tuple:
+    """What names a run: its scheme, ALiBi, seed and warm-up."""
+    return row["scheme"], row["alibi"], row["seed"], row["warmup_steps"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0], "hmm_positions.json")
     p.add_argument("--schemes", nargs="+", choices=POSITIONS, default=list(POSITIONS))
     p.add_argument("--lengths", type=int, nargs="+", default=[20, 30, 50])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--alibi", action="store_true", help="add ALiBi's recency bias to the learned table (schemes: learned)")
+    p.add_argument("--warmup-steps", type=int, default=None, help="learning-rate warm-up steps (default: the recipe's)")
+    p.add_argument("--append", action="store_true",
+                   help="add these runs to those already in --out (same episodes and lengths; a rerun replaces its row)")
     args = p.parse_args(argv)
     if args.alibi and args.schemes != ["learned"]:
         p.error("--alibi goes with --schemes learned (ALiBi alone is the scheme 'alibi')")
     base = get_preset("hmm", "transformer", "lite")
     trained = int(base.tunnel["K"])  # positions from here on were never seen in training
     windows = windows_past(base.tunnel, args.lengths, trained, args.episodes)
-    schemes = {}
+    changes = {"seed": args.seed} | ({} if args.warmup_steps is None else {"warmup_steps": args.warmup_steps})
+    runs = []
     for scheme in args.schemes:
-        preset = get_preset("hmm", "transformer", "lite", positions=scheme, alibi=args.alibi,
-                            **smoke({"seed": args.seed}, args.steps))
-        model, meta = train(preset, args.root)
+        preset = get_preset("hmm", "transformer", "lite", positions=scheme, alibi=args.alibi, **smoke(changes, args.steps))
+        shipped = preset.key() == base.key()  # the shipped checkpoint: loaded, not trained
+        model, meta = load_or_train(preset, download=False, log=print) if shipped else train(preset, args.root)
         per_length = {K: score(model, preset.tunnel, K, trained, args.episodes, windows.get(K)) for K in args.lengths}
-        schemes[scheme] = {"name": preset.name, "key": preset.key()[:16], "params": model.n_params,
-                           "train_steps": meta["train_steps"], "train_time_s": meta["train_time_s"],
-                           "per_length": per_length}
+        runs.append({"scheme": scheme, "alibi": preset.model.alibi, "seed": preset.train.seed,
+                     "warmup_steps": preset.train.warmup_steps, "shipped": shipped, "name": preset.name,
+                     "key": preset.key()[:16], "params": model.n_params, "train_steps": meta["train_steps"],
+                     "train_time_s": meta["train_time_s"], "per_length": per_length})
         for K, r in per_length.items():
             if "skipped" in r:
                 print(f"{scheme:10} K={K}: skipped, {r['skipped']}")
@@ -105,8 +122,19 @@ def main(argv: list[str] | None = None) -> int:
             past = r["past"]["entropy_mae_bits"]
             print(f"{scheme:10} K={K}: entropy MAE {r['in_range']['entropy_mae_bits']:.4f} bits before position "
                   f"{trained}" + ("" if past is None else f", {past:.4f} past it (transports: {r['transports']})"))
-    write(args.out, {"trained_length": trained, "lengths": args.lengths, "episodes": args.episodes,
-                     "margin": MARGIN, "windows_past": windows, "schemes": schemes})
+    words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--root",), files=("--out",))
+    commands = [("python experiments/hmm_positions.py " + " ".join(words)).strip()]
+    if args.append and args.out.exists():
+        old = json.loads(args.out.read_text())
+        if (old["episodes"], old["lengths"]) != (args.episodes, args.lengths):
+            p.error(f"--append: {args.out} scored {old['episodes']} episodes at K = {old['lengths']}, "
+                    f"not {args.episodes} at {args.lengths}")
+        done = {run_id(r) for r in runs}
+        runs = [r for r in old["runs"] if run_id(r) not in done] + runs
+        commands = old["commands"] + commands
+    write(args.out, {"recipe": base.train.to_dict(), "trained_length": trained, "lengths": args.lengths,
+                     "episodes": args.episodes, "margin": MARGIN, "commands": commands, "windows_past": windows,
+                     "runs": runs})
     return 0
 
 

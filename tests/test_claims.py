@@ -212,6 +212,10 @@ def test_fast_scorecard_robust_verdicts(fast_rows):
     assert "beats window-2: no" in row["hmm-transformer"].reason
     assert "seeds 0-4 of the recipe realise it" in row["hmm-transformer"].reason  # the slow-HMM recipe's seeds
     assert row["keys-orthogonal"].verdict == C.NOT_REPRODUCED  # less orthogonal than at random init
+    # the lite recipe with the other position schemes (the shipped runs of chapter 3): none carries on past 20
+    schemes = row["hmm-length"].details["position_schemes"]
+    assert {r["positions"] for r in schemes} >= {"learned", "sinusoidal", "rotary", "none"}
+    assert "none carries on past position 20" in row["hmm-length"].reason
     # the shipped 6-layer model: its last block does almost nothing when bypassed (about 1x, not > 10x)
     assert row["layer-ablation"].verdict == C.NOT_REPRODUCED and "6-layer lite model" in row["layer-ablation"].reason
     # offline, Paper III's claims need a pretrained model that is not here: never decided on a stand-in

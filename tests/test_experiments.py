@@ -79,12 +79,21 @@ def test_smoke_run(name, experiments, tmp_path):
     result = json.loads(out.read_text())
     assert result
     if name == "hmm_positions":
-        assert set(result["schemes"]) == set(POSITIONS)
-        for row in result["schemes"].values():
+        assert [r["scheme"] for r in result["runs"]] == list(POSITIONS)
+        for row in result["runs"]:
             assert row["train_steps"] == 2 and row["per_length"]["20"]["past"]["entropy_mae_bits"] is None
+            assert (row["seed"], row["alibi"], row["shipped"]) == (0, False, False)
             at50 = row["per_length"]["50"]
             assert len(at50["per_position"]["entropy_mae"]) == 50 and at50["past"]["kl_bits"] is not None
         assert set(result["windows_past"]["50"]) == {"window-0", "window-1", "window-2"}
+        again = ["--steps", "2", "--episodes", "8", "--schemes", "learned", "--alibi", "--seed", "1",
+                 "--warmup-steps", "1", *(a.format(tmp=tmp_path) for a in ROOT)]
+        assert experiments(name).main([*again, "--out", str(out), "--append"]) == 0
+        result = json.loads(out.read_text())
+        assert len(result["runs"]) == len(POSITIONS) + 1 and len(result["commands"]) == 2
+        assert (result["runs"][-1]["alibi"], result["runs"][-1]["seed"]) == (True, 1)
+        assert experiments(name).main([*again, "--out", str(out), "--append"]) == 0  # a rerun replaces its row
+        assert len(json.loads(out.read_text())["runs"]) == len(POSITIONS) + 1
     if name == "hmm_lr_sweep":
         assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1)]
         assert set(result["windows"]) == {f"window-{w}" for w in range(9)} and result["variant"] == "slow"

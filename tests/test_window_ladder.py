@@ -72,3 +72,31 @@ def test_mamba_sweep_loads_what_the_experiment_writes(tmp_path):
     assert loaded["runs"][0]["change"] == "recipe" and windows_of(loaded)[0] == [0, 1, 4]
     with pytest.raises(FileNotFoundError, match="hmm_mamba_sweep.py"):
         load_mamba_sweep(tmp_path / "missing.json")
+
+
+def test_position_runs_load_and_give_one_row_per_run(tmp_path):
+    import json
+
+    from bwt_lite.window_ladder import load_position_runs, position_rows
+
+    def at(before, past, kl, transports):
+        return {"in_range": {"entropy_mae_bits": before, "kl_bits": 0.0},
+                "past": {"entropy_mae_bits": past, "kl_bits": kl},
+                "past_over_in_range": past / before, "transports": transports,
+                "per_position": {"entropy_mae": [before, past], "kl": [0.0, kl]}}
+
+    runs = {"lengths": [20, 50], "windows_past": {"50": {"window-1": {"entropy_mae_bits": 0.08, "kl_bits": 0.03}}},
+            "runs": [{"scheme": "rotary", "alibi": False, "seed": 0, "warmup_steps": 2000, "shipped": False,
+                      "per_length": {"50": at(0.1, 0.1, 0.01, True)}},
+                     {"scheme": "learned", "alibi": True, "seed": 1, "warmup_steps": 200, "shipped": False,
+                      "per_length": {"50": at(0.08, 0.12, 0.09, False)}}]}
+    (tmp_path / "pos.json").write_text(json.dumps(runs))
+    rows = position_rows(load_position_runs(tmp_path / "pos.json"), 50)
+    assert [(r["positions"], r["seed"], r["warmup_steps"]) for r in rows] == [("learned + ALiBi", 1, 200),
+                                                                             ("rotary", 0, 2000)]
+    assert rows[0]["ratio"] == pytest.approx(1.5) and rows[0]["kl_past"] == 0.09 and rows[1]["transports"] is True
+    assert rows[0]["per_position"] == [0.08, 0.12]  # the learned table first, whatever the file's order
+    with pytest.raises(ValueError, match="not past the training length"):
+        position_rows(runs, 20)
+    with pytest.raises(FileNotFoundError, match="hmm_positions.py"):
+        load_position_runs(tmp_path / "missing.json")

@@ -17,6 +17,7 @@ from ..paper import paper_figure, paper_value
 from ..presets import get_preset
 from ..reproduce import MARGIN, PRIMITIVES, compare_with_baselines, passes_threshold, realises, threshold_text
 from ..tunnels import make_tunnel
+from ..window_ladder import load_position_runs, position_rows
 from .catalogue import Claim
 from .context import Context, make_row, metrics_of
 from .rules import (ACCURACY_POINTS, FACTOR, LENGTHS, PARTLY, REPRODUCED, cell_verdict, jsonable, num,
@@ -257,9 +258,18 @@ def rows_length(ctx: Context) -> list[Claim]:
         + ", ".join(f"{w} {num(v['mae_past'])}" for w, v in p["windows_past"].items())
         + f" (to still transport, ours must be <= {MARGIN:g}x {p['best_window']}'s, MAE and KL: "
         f"{'it is' if p['transports'] else 'it is not'})")
+    # the lite recipe retrained with each position scheme (a data file; the paper-scale rows leave it out)
+    schemes = position_rows(load_position_runs(), k_hi) if ctx.preset("hmm", "transformer").scale == "lite" else []
+    carry = [r for r in schemes if r["transports"]]
+    reason += "" if not schemes else (f"; the recipe with other position schemes ({len(schemes)} runs of "
+               f"{', '.join(dict.fromkeys(r['positions'] for r in schemes))}; chapter 3, section 3.6): "
+               + (f"{len(carry)} carry on past position {trained} at K={k_hi} ("
+                  + ", ".join(f"{r['positions']}, seed {r['seed']}" for r in carry) + ")" if carry else
+                  f"none carries on past position {trained} at K={k_hi}"))
     paper_text = ", ".join(f"K={K}: {per[K]['paper']:g} bits" for K in LENGTHS) + " (means over all positions)"
     ours_text = ", ".join(f"K={K}: {num(per[K]['mae_all'])}" for K in LENGTHS) + (
         f" bits; past {trained}: {num(p['mae_past'])} bits/position at K={k_hi}")
     return [make_row("hmm-length", paper=paper_text, ours=ours_text, verdict=verdict, reason=reason,
                      paper_value=per[k_hi]["paper"], ours_value=per[k_hi]["mae_all"],
-                     details={"per_length": per, "episodes": n, "trained_length": trained})]
+                     details={"per_length": per, "episodes": n, "trained_length": trained,
+                              "position_schemes": schemes})]
