@@ -91,6 +91,12 @@ PAPER_DEPTH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("bijection", "transformer"): {"d_model": 96, "n_layers": 6, "n_heads": 6},
     ("hmm", "transformer"): {"d_model": 64, "n_layers": 9, "n_heads": 2},
 }
+# Training fields of those models that differ from their tunnel's lite recipe. The 9-layer HMM model stays on the
+# 1-symbol plateau for the whole 10,000 steps of the 4-layer model's recipe; on 25,000 (the same schedule spread
+# over 800,000 episodes) it leaves it (lab notes, "Lite models at the paper's depth").
+PAPER_DEPTH_TRAIN: dict[tuple[str, str], dict[str, Any]] = {
+    ("hmm", "transformer"): {"steps": 25_000},
+}
 
 # Training recipes. Paper: Paper I's production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0, clip 1.0,
 # batch 256, 50k steps). Lite: minutes on a CPU; weight decay 0.01, since a larger one holds the entropy MAE
@@ -287,6 +293,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
                         **sizes)
     train = TUNNEL_TRAIN.get((tunnel, arch, scale), TRAIN[(arch, scale)])
     train = VARIANT_TRAIN.get((tunnel, targs.get("variant", ""), arch, scale), train)
+    if depth == "paper":
+        train = replace(train, **PAPER_DEPTH_TRAIN.get((tunnel, arch), {}))
     if train_overrides:
         train = replace(train, **train_overrides)
     return Preset(scale=scale, tunnel=t.config(), model=model, train=train)
@@ -319,6 +327,8 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("hmm", "mamba", {"variant": "slow"}),
     # the bijection transformer at the paper's 6 layers (the per-layer geometry of chapters 7-9)
     ("bijection", "transformer", {"depth": "paper"}),
+    # the HMM transformer at the paper's 9 layers (its 25,000-step recipe: PAPER_DEPTH_TRAIN)
+    ("hmm", "transformer", {"depth": "paper"}),
 )
 
 

@@ -9,7 +9,7 @@ import torch
 from matplotlib.figure import Figure
 
 from bwt_lite.geometry.elimination import (CONSISTENT, ELIMINATED, FUTURE, KEY, ROLES, SELF, attention_entropy,
-                                           attention_mass_split, bijection_roles, format_summary,
+                                           attention_mass_split, entropy_by_layer, bijection_roles, format_summary,
                                            progressive_elimination, qk_cosine, role_counts, role_evenness)
 from bwt_lite.plotting.attention import (elimination_scrub_widget, plot_attention_entropy,
                                                   plot_attention_row, plot_qk_cosine, plot_role_mass,
@@ -175,6 +175,28 @@ def test_progressive_elimination_on_uniform_attention():
                                   answer_tokens=tuple(range(20, 40))))
     with pytest.raises(ValueError, match="attention"):
         progressive_elimination(mlp, tunnel, episodes=4)
+
+
+def test_entropy_by_layer_of_uniform_attention_is_the_uniform_entropy():
+    from bwt_lite.presets import get_preset
+    from bwt_lite.train import init_model
+    from bwt_lite.tunnels import make_tunnel
+
+    model = uniform_attention_model()
+    model.train()
+    entropy, uniform = entropy_by_layer(model, Bijection(), episodes=8)
+    assert model.training  # restored
+    # the mean over key steps of log2(visible positions): positions 0, 2, ..., 36 see 1, 3, ..., 37 tokens
+    assert uniform == pytest.approx(sum(math.log2(2 * t + 1) for t in range(19)) / 19)
+    assert entropy == pytest.approx([uniform, uniform], abs=1e-5)
+    # any tunnel: a random HMM transformer attends less evenly than uniform, never more
+    hmm = get_preset("hmm", "transformer", "lite")
+    entropy, uniform = entropy_by_layer(init_model(hmm.model, 0), make_tunnel(**hmm.tunnel), episodes=4)
+    assert len(entropy) == hmm.model.n_layers and all(0 < e <= uniform + 1e-9 for e in entropy)
+    mlp = build_model(ModelConfig(arch="mlp", d_model=16, n_layers=1, vocab_size=40, n_positions=38,
+                                  answer_tokens=tuple(range(20, 40))))
+    with pytest.raises(ValueError, match="attention"):
+        entropy_by_layer(mlp, Bijection(), episodes=4)
 
 
 def test_elimination_plots_and_widget():

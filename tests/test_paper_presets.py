@@ -1,9 +1,11 @@
 """The paper presets are the authors' production recipe (Paper I's model and training setup), exactly."""
+from dataclasses import replace
+
 import pytest
 import torch
 
 from bwt_lite.models import build_model
-from bwt_lite.presets import get_preset
+from bwt_lite.presets import PAPER_DEPTH_TRAIN, get_preset
 from bwt_lite.train import lr_at, make_optimizer
 
 
@@ -52,7 +54,9 @@ def test_paper_depth_lite_models_have_the_papers_layers(tunnel, layers):
     deep, default = get_preset(tunnel, "transformer", depth="paper"), get_preset(tunnel, "transformer")
     assert deep.model.n_layers == layers and deep.model.d_model // deep.model.n_heads == default.model.d_model // default.model.n_heads
     assert deep.name == default.name.replace("-lite", f"-lite-{layers}L") and deep.key() != default.key()
-    assert deep.train == default.train  # the same recipe: only the depth differs
+    # the same recipe, but for the training fields PAPER_DEPTH_TRAIN changes (the 9-layer HMM model's longer run)
+    assert deep.train == replace(default.train, **PAPER_DEPTH_TRAIN.get((tunnel, "transformer"), {}))
+    assert (tunnel == "hmm") == (deep.train.steps > default.train.steps)
 
 
 @pytest.mark.parametrize("tunnel, arch, scale", [("recall", "transformer", "lite"), ("bijection", "mamba", "lite"),

@@ -113,6 +113,28 @@ def attention_entropy(pattern: torch.Tensor, positions: torch.Tensor) -> torch.T
     return _entropy_bits(_query_rows(pattern, positions)).mean(0)
 
 
+def entropy_by_layer(model: nn.Module, tunnel, *, episodes: int = 512, seed: int = 0) -> tuple[list[float], float]:
+    """Any tunnel: each layer's attention entropy (bits) at the prediction positions, averaged over heads,
+    positions and held-out episodes (generator seeded ``EVAL_SEED_BASE + seed``), and that of uniform causal
+    attention over the same positions (log2 of the visible count, averaged)."""
+    check_int("episodes", episodes, 1)
+    blocks = getattr(model.backbone, "blocks", None)
+    if blocks is None or not hasattr(blocks[0], "attn"):
+        raise ValueError(f"architecture {model.cfg.arch!r} has no attention to read")
+    names = [f"backbone.blocks.{i}.attn.hook_pattern" for i in range(len(blocks))]
+    device = next(model.parameters()).device
+    ep = tunnel.sample(episodes, torch.Generator(device=device).manual_seed(EVAL_SEED_BASE + seed))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            _, cache = run_with_cache(model, ep.inputs, ep.positions, names=names)
+    finally:
+        model.train(was_training)
+    entropy = [attention_entropy(cache[n], ep.positions).mean().item() for n in names]
+    return entropy, torch.log2(ep.positions.to(torch.float64) + 1).mean().item()
+
+
 def _evenness(pattern: torch.Tensor, roles: torch.Tensor, positions: torch.Tensor, role: int) -> torch.Tensor:
     rows = _query_rows(pattern, positions)
     sel = (roles == role).unsqueeze(1)  # (B, 1, P, T)
