@@ -83,6 +83,20 @@ def run_parallel(target: Callable[..., None], jobs: list[tuple]) -> None:
         proc.join()
 
 
+def appended(p: argparse.ArgumentParser, args: argparse.Namespace, rows: list[dict[str, Any]], commands: list[str],
+             same: dict[str, Any], run_id: Callable[[dict[str, Any]], Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``--append``: the runs already in ``args.out`` that this call did not rerun (``run_id`` names a run), then
+    ``rows``; its commands, then ``commands``. The file must hold the same ``same`` fields (else a usage error)."""
+    if not (args.append and args.out.exists()):
+        return rows, commands
+    old = json.loads(args.out.read_text())
+    if any(old[k] != v for k, v in same.items()):
+        held = ", ".join(f"{k} {old[k]!r}" for k in same)
+        p.error(f"--append: {args.out} holds {held}, not " + ", ".join(f"{k} {v!r}" for k, v in same.items()))
+    done = {run_id(r) for r in rows}
+    return [r for r in old["runs"] if run_id(r) not in done] + rows, old["commands"] + commands
+
+
 def write(out: Path, result: Any) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

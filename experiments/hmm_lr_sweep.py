@@ -16,7 +16,6 @@ core, so the slow HMM's two rates x five seeds take about 3 h on 2 CPU cores.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from bwt_lite.baselines import evaluate_baselines
@@ -24,7 +23,7 @@ from bwt_lite.presets import get_preset
 from bwt_lite.reproduce import realises
 from bwt_lite.tunnels import make_tunnel
 
-from _common import parser, smoke, train_and_score, write
+from _common import appended, parser, smoke, train_and_score, write
 
 MAX_WINDOW = {"default": 4, "slow": 8}  # the window ladder scored beside the runs
 
@@ -55,13 +54,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"KL {row['kl_bits']:.4f} bits, realises {row['realises']}")
     command = ("python experiments/hmm_lr_sweep.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
     commands = [command]
-    if args.append and args.out.exists():
-        old = json.loads(args.out.read_text())
-        if (old["variant"], old["episodes"]) != (args.variant, args.episodes):
-            p.error(f"--append: {args.out} holds variant {old['variant']!r} on {old['episodes']} episodes")
-        done = {(r["lr"], r["seed"]) for r in rows}
-        rows = [r for r in old["runs"] if (r["lr"], r["seed"]) not in done] + rows
-        commands = old["commands"] + commands
+    rows, commands = appended(p, args, rows, commands, {"variant": args.variant, "episodes": args.episodes},
+                              lambda r: (r["lr"], r["seed"]))
     write(args.out, {"variant": args.variant, "recipe": base.train.to_dict(), "episodes": args.episodes,
                      "commands": commands, "windows": windows, "runs": rows})
     return 0

@@ -13,7 +13,6 @@ recipe's size takes about 20 min on one core; at ``d_model=160`` about twice tha
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from typing import Any
@@ -24,7 +23,7 @@ from bwt_lite.checkpoints import load_or_train
 from bwt_lite.presets import Preset, get_preset
 from bwt_lite.tunnels import make_tunnel
 
-from _common import parser, score, shown_args, smoke, train, write
+from _common import appended, parser, score, shown_args, smoke, train, write
 
 TRAIN_FIELDS = {"lr": float, "warmup_steps": int, "seed": int}
 MODEL_FIELDS = {"d_model": int, "n_layers": int}
@@ -79,13 +78,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({row['train_time_s'] / 60:.1f} min)")
     words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--root",), files=("--out",))
     commands = [("python experiments/hmm_mamba_sweep.py " + " ".join(words)).strip()]
-    if args.append and args.out.exists():
-        old = json.loads(args.out.read_text())
-        if old["episodes"] != args.episodes:
-            p.error(f"--append: {args.out} scored {old['episodes']} held-out episodes, not {args.episodes}")
-        done = {r["change"] for r in rows}
-        rows = [r for r in old["runs"] if r["change"] not in done] + rows
-        commands = old["commands"] + commands
+    rows, commands = appended(p, args, rows, commands, {"episodes": args.episodes}, lambda r: r["change"])
     write(args.out, {"recipe": recipe.train.to_dict(), "model": recipe.model.to_dict(), "episodes": args.episodes,
                      "commands": commands, "windows": windows, "runs": rows})
     return 0

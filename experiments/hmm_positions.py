@@ -25,7 +25,6 @@ Chapter 3, section 3.6, renders ``bwt_lite/data/hmm_positions.json``.
 """
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -37,7 +36,7 @@ from bwt_lite.presets import get_preset
 from bwt_lite.reproduce import MARGIN
 from bwt_lite.tunnels import make_tunnel
 
-from _common import parser, shown_args, smoke, train, write
+from _common import appended, parser, shown_args, smoke, train, write
 
 WINDOWS = ("window-0", "window-1", "window-2")  # the reference windows of the scorecard's transport rule
 
@@ -124,14 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{trained}" + ("" if past is None else f", {past:.4f} past it (transports: {r['transports']})"))
     words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--root",), files=("--out",))
     commands = [("python experiments/hmm_positions.py " + " ".join(words)).strip()]
-    if args.append and args.out.exists():
-        old = json.loads(args.out.read_text())
-        if (old["episodes"], old["lengths"]) != (args.episodes, args.lengths):
-            p.error(f"--append: {args.out} scored {old['episodes']} episodes at K = {old['lengths']}, "
-                    f"not {args.episodes} at {args.lengths}")
-        done = {run_id(r) for r in runs}
-        runs = [r for r in old["runs"] if run_id(r) not in done] + runs
-        commands = old["commands"] + commands
+    runs, commands = appended(p, args, runs, commands, {"episodes": args.episodes, "lengths": args.lengths}, run_id)
     write(args.out, {"recipe": base.train.to_dict(), "trained_length": trained, "lengths": args.lengths,
                      "episodes": args.episodes, "margin": MARGIN, "commands": commands, "windows_past": windows,
                      "runs": runs})
