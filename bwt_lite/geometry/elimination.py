@@ -113,15 +113,20 @@ def attention_entropy(pattern: torch.Tensor, positions: torch.Tensor) -> torch.T
     return _entropy_bits(_query_rows(pattern, positions)).mean(0)
 
 
+def _attention_layers(model: nn.Module) -> int:
+    """The number of attention blocks of ``model``; a clear error for an architecture without attention."""
+    blocks = getattr(model.backbone, "blocks", None)
+    if blocks is None or not hasattr(blocks[0], "attn"):
+        raise ValueError(f"architecture {model.cfg.arch!r} has no attention to read")
+    return len(blocks)
+
+
 def entropy_by_layer(model: nn.Module, tunnel, *, episodes: int = 512, seed: int = 0) -> tuple[list[float], float]:
     """Any tunnel: each layer's attention entropy (bits) at the prediction positions, averaged over heads,
     positions and held-out episodes (generator seeded ``EVAL_SEED_BASE + seed``), and that of uniform causal
     attention over the same positions (log2 of the visible count, averaged)."""
     check_int("episodes", episodes, 1)
-    blocks = getattr(model.backbone, "blocks", None)
-    if blocks is None or not hasattr(blocks[0], "attn"):
-        raise ValueError(f"architecture {model.cfg.arch!r} has no attention to read")
-    names = [f"backbone.blocks.{i}.attn.hook_pattern" for i in range(len(blocks))]
+    names = [f"backbone.blocks.{i}.attn.hook_pattern" for i in range(_attention_layers(model))]
     device = next(model.parameters()).device
     ep = tunnel.sample(episodes, torch.Generator(device=device).manual_seed(EVAL_SEED_BASE + seed))
     was_training = model.training
@@ -235,10 +240,7 @@ def progressive_elimination(model: nn.Module, tunnel: Bijection, *, episodes: in
     held-out episodes (generator seeded ``EVAL_SEED_BASE + seed``, as in :func:`bwt_lite.evaluate.evaluate`)."""
     check_int("episodes", episodes, 1)
     check_int("batch_size", batch_size, 1)
-    blocks = getattr(model.backbone, "blocks", None)
-    if blocks is None or not hasattr(blocks[0], "attn"):
-        raise ValueError(f"architecture {model.cfg.arch!r} has no attention to read")
-    n_layers = len(blocks)
+    n_layers = _attention_layers(model)
     names = [f"backbone.blocks.{i}.attn.hook_{n}" for i in range(n_layers) for n in ("pattern", "q", "k")]
     device = next(model.parameters()).device
     gen = torch.Generator(device=device).manual_seed(EVAL_SEED_BASE + seed)
