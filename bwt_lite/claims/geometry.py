@@ -78,7 +78,12 @@ def rows_frame(ctx: Context) -> list[Claim]:
 
 
 def rows_elimination(ctx: Context) -> list[Claim]:
+    """qk-sharpening (the bijection model) and layer-ablation (the bijection and HMM models)."""
+    return [row_qk_sharpening(ctx), row_layer_ablation(ctx)]
 
+
+def row_qk_sharpening(ctx: Context) -> Claim:
+    """Attention entropy and query-key alignment by layer on the bijection model."""
     (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n_layers = model.cfg.n_layers
     paper_layers = paper_depth("bijection")
@@ -103,8 +108,13 @@ def rows_elimination(ctx: Context) -> list[Claim]:
                               "cos_key": cos_key, "mass_eliminated": [r["mass"] for r in summary],
                               "uniform_mass_eliminated": summary[0]["uniform_mass"], "layers": n_layers,
                               "paper_layers": paper_layers, "episodes": ctx.budget.geometry})
+    return sharp
 
-    # layer ablation: bypass every block of the shipped bijection model (the HMM model's, for the reason)
+
+def row_layer_ablation(ctx: Context) -> Claim:
+    """Bypass every block of the bijection model (the HMM model's too, for the reason)."""
+    (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
+    paper_layers = paper_depth("bijection")
     claim = paper_figure("layer_ablation_ratio").value
     la = layer_ablation(model, t, episodes=ctx.budget.ablation, seed=0)
     ratios = la.error_ratio
@@ -126,11 +136,16 @@ def rows_elimination(ctx: Context) -> list[Claim]:
                       details={"ratios": ratios, "kl_ratios": la.kl_ratio, "intact_mae": la.baseline_mae,
                                "hmm_ratios": la_hmm.error_ratio, "hmm_kl_ratios": la_hmm.kl_ratio,
                                "episodes": ctx.budget.ablation})
-    return [sharp, layers]
+    return layers
 
 
 def rows_manifold(ctx: Context) -> list[Claim]:
+    """value-manifold-pc1 (the bijection model) and belief-probes (the bijection and HMM models)."""
+    return [row_value_manifold(ctx), row_belief_probes(ctx)]
 
+
+def row_value_manifold(ctx: Context) -> Claim:
+    """PC1 of the last layer's representation on the bijection model, over points and per-position means."""
     (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n = ctx.budget.geometry
     man = manifold_of(collect_representation(model, t, episodes=n, seed=0))
@@ -149,8 +164,12 @@ def rows_manifold(ctx: Context) -> list[Claim]:
                    details={"pc1_all_points": man.pc1, "pc1_position_means": man.pc1_position_means,
                             "pc1_single_episode": man.pc1_single_episode, "pearson_r": man.pearson_r,
                             "position_means_r": man.position_means_r, "episodes": n})
+    return pc1
 
-    # belief probes: ridge probes from every residual layer to the exact posterior (bijection and HMM)
+
+def row_belief_probes(ctx: Context) -> Claim:
+    """Ridge probes from every residual layer to the exact posterior, on the bijection and HMM models."""
+    n = ctx.budget.geometry
     probes = {name: probe_layers(ctx.geometry_model(name)[0], ctx.tunnel(name), episodes=n, seed=0)
               for name in ("bijection", "hmm")}
     direction, size, text = [], [], []
@@ -170,7 +189,7 @@ def rows_manifold(ctx: Context) -> list[Claim]:
                          ours_value=min(p.r2[-1] for p in probes.values()),
                          details={name: {"layers": p.layers, "r2": p.r2, "r2_fit": p.r2_fit}
                                   for name, p in probes.items()} | {"episodes": n})
-    return [pc1, probe_row]
+    return probe_row
 
 
 def rows_trajectory(ctx: Context) -> list[Claim]:

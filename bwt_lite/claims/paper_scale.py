@@ -22,7 +22,7 @@ from ..store.files import read_json
 from .catalogue import FULL, Budget, Claim
 from .cells import headline_row, hmm_transformer_row, recall_transformer_row, rows_length
 from .context import Context
-from .geometry import rows_elimination, rows_frame, rows_manifold
+from .geometry import row_belief_probes, row_layer_ablation, row_qk_sharpening, row_value_manifold, rows_frame
 
 PAPER_SCALE_FILE = Path(__file__).resolve().parent.parent / "data" / "paper_scale.json"
 
@@ -35,8 +35,10 @@ GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...], Callable[[Context], list[C
     (("hmm-length",), ("hmm",), rows_length),
     (("recall-transformer",), ("recall",), lambda ctx: [recall_transformer_row(ctx)]),
     (("keys-orthogonal", "frame-head"), ("bijection",), rows_frame),
-    (("qk-sharpening", "layer-ablation"), ("bijection", "hmm"), rows_elimination),
-    (("value-manifold-pc1", "belief-probes"), ("bijection", "hmm"), rows_manifold),
+    (("qk-sharpening",), ("bijection",), lambda ctx: [row_qk_sharpening(ctx)]),
+    (("layer-ablation",), ("bijection", "hmm"), lambda ctx: [row_layer_ablation(ctx)]),
+    (("value-manifold-pc1",), ("bijection",), lambda ctx: [row_value_manifold(ctx)]),
+    (("belief-probes",), ("bijection", "hmm"), lambda ctx: [row_belief_probes(ctx)]),
 )
 PAPER_SCALE_IDS: tuple[str, ...] = tuple(cid for ids, _, _ in GROUPS for cid in ids)
 
@@ -87,25 +89,52 @@ class PaperScaleContext(Context):
         return {"tunnel": tunnel, "name": meta["name"], "key": meta["key"][:16], "parameters": meta["params"],
                 "layers": preset.model.n_layers, "d_model": preset.model.d_model, "steps": meta["train_steps"],
                 "schedule_steps": preset.train.schedule_steps, "batch_size": preset.train.batch_size,
-                "target": preset.train.target, "train_time_s": meta["train_time_s"],
+                "target": preset.train.target, "seed": preset.train.seed, "train_time_s": meta["train_time_s"],
                 "trained_on": meta["trained_on"], "history": meta["history"]}
 
 
 def measure(directory: Path | str, device: str | torch.device = "cpu", budget: Budget = FULL,
-            log: Callable[[str], None] | None = None) -> dict[str, Any]:
+            log: Callable[[str], None] | None = None, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
     """The paper-scale rows measured on the checkpoints in ``directory``: ``{"models": [provenance per
-    tunnel], "claims": [row dicts]}``. A group whose tunnel has no checkpoint there is left out."""
+    tunnel], "claims": [row dicts]}``. A group whose tunnel has no checkpoint there is left out, or, given
+    ``earlier`` (a previous record), its rows are carried over from it unchanged, each marked in its
+    details (``"carried": true``) and its reason, and the earlier models they measured are listed under
+    ``"earlier_models"`` (see :func:`models_measured`)."""
     ctx = PaperScaleContext(directory, device, budget, log)
-    rows = []
-    for ids, _, compute in GROUPS:
+    rows, carried_tunnels = [], set()
+    old_rows = {r["id"]: r for r in (earlier or {}).get("claims", [])}
+    for ids, tunnels, compute in GROUPS:
         try:
-            produced = compute(ctx)
+            produced = [r.to_dict() for r in compute(ctx)]
         except KeyError as missing:  # that tunnel's paper-scale model was not trained
-            ctx.log(f"{', '.join(ids)}: skipped ({missing})")
+            produced = [_carried(old_rows[i]) for i in ids if i in old_rows and not _is_carried(old_rows[i])] \
+                + [old_rows[i] for i in ids if i in old_rows and _is_carried(old_rows[i])]
+            ctx.log(f"{', '.join(ids)}: {'carried over from the earlier record' if produced else 'skipped'} "
+                    f"({missing})")
+            if produced:
+                carried_tunnels.update(tunnels)
+            rows += produced
             continue
-        rows += [r.to_dict() for r in produced]
-        ctx.log(f"{', '.join(ids)}: {', '.join(r.verdict for r in produced)}")
-    return {"episodes": budget.eval, "models": [ctx.provenance(t) for t in ctx.found], "claims": rows}
+        rows += produced
+        ctx.log(f"{', '.join(ids)}: {', '.join(r['verdict'] for r in produced)}")
+    result = {"episodes": budget.eval, "models": [ctx.provenance(t) for t in ctx.found], "claims": rows}
+    if earlier is not None and carried_tunnels:
+        before = earlier.get("earlier_models") or earlier["models"]
+        result["earlier_models"] = [{**m, "earlier": True} for m in before if m["tunnel"] in carried_tunnels]
+    return result
+
+
+CARRIED_NOTE = ("measured in an earlier GPU window on the shorter runs listed as earlier (no model of every tunnel "
+                "it needs has been trained on the full schedule yet)")
+
+
+def _is_carried(row: dict[str, Any]) -> bool:
+    return bool(row.get("details", {}).get("carried"))
+
+
+def _carried(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` as carried over from an earlier record: marked in its details and its reason."""
+    return {**row, "reason": f"{row['reason']} [{CARRIED_NOTE}]", "details": {**row.get("details", {}), "carried": True}}
 
 
 def load_paper_scale(path: Path | str = PAPER_SCALE_FILE) -> dict[str, Any] | None:
@@ -122,9 +151,13 @@ def recorded_rows(path: Path | str = PAPER_SCALE_FILE, recorded: dict[str, Any] 
 
 
 def models_measured(recorded: dict[str, Any], rows: Iterable[Claim]) -> list[dict[str, Any]]:
-    """The recorded models (provenance dicts) that ``rows`` measure."""
-    used = tunnels_of(r.id for r in rows)
-    return [m for m in recorded["models"] if m["tunnel"] in used]
+    """The recorded models (provenance dicts) that ``rows`` measure: the current ones for measured rows,
+    the earlier ones (``recorded["earlier_models"]``) for rows carried over from an earlier record."""
+    rows = list(rows)
+    now = tunnels_of(r.id for r in rows if not (r.details or {}).get("carried"))
+    then = tunnels_of(r.id for r in rows if (r.details or {}).get("carried"))
+    return ([m for m in recorded["models"] if m["tunnel"] in now]
+            + [m for m in recorded.get("earlier_models", []) if m["tunnel"] in then])
 
 
 def trained_text(model: dict[str, Any]) -> str:
@@ -132,6 +165,18 @@ def trained_text(model: dict[str, Any]) -> str:
     on = model["trained_on"]
     steps, schedule = model["steps"], model["schedule_steps"]
     cut = "" if steps >= schedule else f" (stopped at {steps / schedule:.0%} of its {schedule:,}-step schedule)"
-    return (f"{model['tunnel']}: {model['layers']} layers x {model['d_model']}, {model['parameters']:,} parameters, "
+    text = (f"{model['tunnel']}: {model['layers']} layers x {model['d_model']}, {model['parameters']:,} parameters, "
             f"{model['steps']:,} steps x {model['batch_size']} episodes{cut}, {model['train_time_s'] / 60:.1f} min on "
             f"{on['device_name']} ({on['precision']})")
+    gpu = model.get("gpu") or {}
+    if gpu.get("runs_together", 1) > 1:
+        text += f", {gpu['runs_together']} runs side by side, {gpu['steps_per_s']:g} steps/s each"
+    seeds = model.get("seeds") or []
+    if len(seeds) > 1:
+        others = ", ".join(f"seed {s['seed']} {s['entropy_mae_bits']:.4f}" for s in seeds if s["seed"] != model["seed"])
+        text += f"; seed {model['seed']}, the median of {len(seeds)} seeds by entropy MAE (the others: {others} bits)"
+    elif seeds:
+        text += f"; one seed ({model['seed']})"
+    if model.get("earlier"):
+        text += "; an earlier, shorter run: only the rows that need it are from it"
+    return text
