@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import torch
 
 from bwt_lite.runtime import bench
 from bwt_lite.cli import main
@@ -45,8 +46,13 @@ def test_time_to_target_stops_at_the_first_evaluation_below_it(monkeypatch):
                                  {"entropy_mae_bits": 0.1, "elapsed_s": 2.0}], 0.2) == 2.0
 
 
+FAKE_RATIOS = {name: {"ratio": 1.0, "goal": 1.0, "met": True, "ours_episodes_per_s": 2.0, "reference_episodes_per_s": 2.0,
+                      "rows": []} for name in ("hmm_vs_per_instance", "bijection_vs_plain", "mamba_vs_transformer")}
+
+
 def test_bench_cli_json_and_table(capsys, monkeypatch):
     monkeypatch.setattr(bench, "hmm_naive_episodes_per_second", lambda: 1.0)
+    monkeypatch.setattr(bench, "cpu_ratios", lambda: FAKE_RATIOS)
     assert main(["bench", "--scale", "lite", "--tunnels", "bijection", "--archs", "transformer", "mlp",
                  "--repeat", "1", "--threads", "1", "--json"]) == 0
     captured = capsys.readouterr()
@@ -57,6 +63,39 @@ def test_bench_cli_json_and_table(capsys, monkeypatch):
     table = bench.format_table(out)
     assert "bijection-transformer-lite" in table and "ms/step" in table and "GFLOP/step" in table
     assert "attention, bijection" in table and "last make book: " in table
+    assert "HMM episodes vs a per-instance generator" in table and out["cpu_ratios"] == FAKE_RATIOS
+
+
+def test_speed_goals_on_the_cpu_are_ratios_with_their_goals():
+    from bwt_lite.runtime.goals import GOALS, cpu_ratios, format_goals
+
+    r = cpu_ratios(repeats=1, per_instance=2)
+    assert r["threads"] == 1 and set(GOALS) <= set(r)
+    for name, goal in GOALS.items():
+        assert r[name]["goal"] == goal and r[name]["ratio"] > 0 and isinstance(r[name]["met"], bool)
+    rows = r["mamba_vs_transformer"]["rows"]
+    assert [row["tunnel"] for row in rows] == ["bijection", "hmm"]
+    assert all(abs(row["mamba_params"] / row["transformer_params"] - 1) < 0.05 for row in rows)  # the same size
+    lines = format_goals({"cpu_ratios": r})
+    assert any("goal >= 300x" in line for line in lines) and any("goal <= 2x" in line for line in lines)
+
+
+def test_the_per_instance_reference_makes_exact_hmm_episodes():
+    from bwt_lite.runtime.reference_samplers import hmm_per_instance
+    from bwt_lite.tunnels.hmm import forward_filter
+
+    (T, E, obs, post), = hmm_per_instance(1, seed=3)
+    assert (abs(T.sum(1) - 1) < 1e-12).all() and (T >= 0.05 - 1e-12).all() and (E >= 0.05 - 1e-12).all()
+    assert ((T * 100).round(9) % 1 == 0).all()  # hundredths
+    exact = forward_filter(torch.tensor(T)[None], torch.tensor(E)[None], torch.tensor([obs]))[0]
+    assert torch.allclose(torch.tensor(post), exact, atol=1e-12)
+
+
+def test_last_build_times_look_in_the_checkout_by_default():
+    from pathlib import Path
+
+    root = Path(bench.__file__).resolve().parents[2]
+    assert (root / "bwt_lite").is_dir()  # the checkout, not the package folder
 
 
 def test_bench_json_shape(monkeypatch, tmp_path):
@@ -70,6 +109,7 @@ def test_bench_json_shape(monkeypatch, tmp_path):
         tunnel, arch, scale, batch_size=4))
     real_times = bench.last_build_times
     monkeypatch.setattr(bench, "last_build_times", lambda: real_times([tmp_path]))
+    monkeypatch.setattr(bench, "cpu_ratios", lambda: FAKE_RATIOS)
     (tmp_path / "_build" / "timings").mkdir(parents=True)
     (tmp_path / "_build" / "timings" / "test.json").write_text('{"seconds": 61, "exit_code": 0, "finished": "x"}')
     out = json.loads(json.dumps(bench.run(["lite"], ["bijection"], ["transformer", "mamba"], device="cpu",

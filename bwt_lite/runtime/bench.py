@@ -15,6 +15,9 @@ machine the spread says how much other work disturbed it):
   ``n/a``);
 - the variants behind the defaults: Mamba's scans (forward + backward of one selective scan at the
   lite Mamba's sizes) and the transformer's two attention paths (forward + backward);
+- the speed goals (:mod:`bwt_lite.runtime.goals`): on a CPU, HMM and bijection episodes against
+  reference generators and the Mamba step against the transformer's, at one thread; on a GPU, each
+  paper-scale transformer on the eager trainer and on the fast path (steps/s, TFLOP/s, MFU);
 - the wall time of the last ``make book`` and ``make test`` (``_build/timings/*.json``), or "unknown";
 - with ``--train``, time to target: the wall time until the held-out entropy MAE of the bijection
   transformer first reaches the target (0.02 bits at lite scale, 0.01 at paper scale unless
@@ -22,62 +25,29 @@ machine the spread says how much other work disturbed it):
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
 
 from ..arguments import check_choice, check_int
 from ..models import ARCHS
 from ..models.mamba import D_STATE, EXPAND
 from ..models.scan import selective_scan
 from ..presets import SCALES, TUNNEL_ARGS, Preset, get_preset
-from ..train import fit, format_duration, init_model, make_optimizer, train_step
+from ..train import fit, format_duration
 from ..tunnels import Tunnel, make_tunnel
-from .device import amp_dtype, compiled, device_name, grad_scaler, precision_name, resolve_device, synchronize
+from .device import amp_dtype, device_name, precision_name, resolve_device
+from .goals import cpu_ratios, format_goals, gpu_fast_path
+from .timing import num_threads, stats, steps_per_second, timings
 
 DEFAULT_TARGET_BITS = {"lite": 0.02, "paper": 0.01}
 DEFAULT_THREADS = (1, 2)  # CPU thread counts every preset is timed at
-
-
-def stats(samples: Sequence[float]) -> dict[str, float]:
-    """``{"min", "median", "max"}`` of ``samples``."""
-    return {"min": min(samples), "median": statistics.median(samples), "max": max(samples)}
-
-
-def _timings(fn: Callable[[], Any], repeat: int, warmup: int = 1, device: torch.device | None = None) -> list[float]:
-    """Seconds of each of ``repeat`` calls of ``fn``, timed one by one after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        if device is not None:
-            synchronize(device)
-        t0 = time.perf_counter()
-        fn()
-        if device is not None:
-            synchronize(device)
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-@contextlib.contextmanager
-def num_threads(n: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to ``n`` (None: unchanged) inside the block, restored after it."""
-    old = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def episodes_per_second(tunnel: str | Tunnel = "bijection", batch: int = 256, repeats: int = 20,
@@ -107,7 +77,7 @@ def episodes_per_second(tunnel: str | Tunnel = "bijection", batch: int = 256, re
             t.sample(batch, g)
 
     with num_threads(threads):
-        times = _timings(burst, repeats, warmup, dev)
+        times = timings(burst, repeats, warmup, dev)
     return stats([batch * calls / s for s in times])
 
 
@@ -137,7 +107,7 @@ def hmm_naive_episodes_per_second(batch_size: int = 256, repeat: int = 3) -> flo
     t, g = make_tunnel("hmm"), torch.Generator().manual_seed(0)
     T, E, obs = t.decode(t.sample(batch_size, g).inputs)
     T, E, obs = T.tolist(), E.tolist(), obs.tolist()
-    return batch_size / min(_timings(lambda: forward_filter_reference(T, E, obs), repeat))
+    return batch_size / min(timings(lambda: forward_filter_reference(T, E, obs), repeat))
 
 
 def benchmark_presets(tunnels: Iterable[str] | None = None, archs: Iterable[str] | None = None,
@@ -153,47 +123,6 @@ def benchmark_presets(tunnels: Iterable[str] | None = None, archs: Iterable[str]
                 except (KeyError, ValueError):  # no sizes or recipe for it at this scale
                     skipped.append(f"{tunnel}-{arch}-{scale}")
     return presets, skipped
-
-
-def steps_per_second(preset: Preset, device: str | torch.device = "cpu", amp: str = "auto",
-                     compile_model: bool = False, repeat: int | None = None,
-                     warmup: int | None = None, threads: int | None = None) -> dict[str, Any]:
-    """Time full training steps of ``preset`` (batch, forward, backward, clip, AdamW) on ``device``.
-
-    Returns a row: preset name, parameters, batch size, ``ms`` (min/median/max per step),
-    ``ms_per_step`` and ``steps_per_s`` at the median, and the time the preset's whole run would take
-    at that speed. Default repeats: 50 on a GPU; on CPU 20 lite, 3 paper. ``threads``: torch's CPU
-    threads for the measurement (None: as they are).
-    """
-    dev = resolve_device(device)
-    dtype = amp_dtype(amp, dev)
-    if repeat is None:
-        repeat = 50 if dev.type == "cuda" else (20 if preset.scale == "lite" else 3)
-    if warmup is None:
-        warmup = (10 if compile_model else 5) if dev.type == "cuda" else 1
-    t, g = make_tunnel(**preset.tunnel), torch.Generator(device=dev).manual_seed(0)
-    model = init_model(preset.model, 0).to(dev).train()
-    forward, opt, scaler = compiled(model, compile_model), make_optimizer(model, preset.train), grad_scaler(dev, dtype)
-    step = iter(range(10**9))
-
-    def one(fwd: Any = forward) -> None:
-        train_step(fwd, model, opt, t.sample(preset.train.batch_size, g), preset.train, next(step),
-                   device=dev, dtype=dtype, scaler=scaler)
-
-    with num_threads(threads):
-        with FlopCounterMode(display=False) as counter:  # one eager step, counted (not timed)
-            one(model)
-        ms = [1000.0 * s for s in _timings(one, repeat, warmup, dev)]
-    median = statistics.median(ms)
-    tokens = preset.train.batch_size * t.seq_len
-    counted = counter.get_total_flops()
-    gflop = counted / 1e9 if counted >= model.n_params * tokens else None  # else: ops torch cannot count
-    return {"preset": preset.name, "tunnel": preset.tunnel["tunnel"], "arch": preset.model.arch,
-            "scale": preset.scale, "params": model.n_params, "batch_size": preset.train.batch_size,
-            "threads": torch.get_num_threads() if threads is None else threads, "ms": stats(ms),
-            "steps_per_s": 1000.0 / median, "ms_per_step": median, "steps": preset.train.steps,
-            "full_run_s": preset.train.steps * median / 1000.0, "gflop_per_step": gflop,
-            "tflop_per_s": None if gflop is None else gflop / median, "repeat": repeat}
 
 
 def ms_per_step(tunnel: str, arch: str, scale: str = "lite", repeat: int = 20, device: str = "cpu") -> float:
@@ -251,7 +180,7 @@ def benchmark_scan(lengths: tuple[int, ...] = (16, 32, 64, 128, 256), batch: int
                 y, _ = selective_scan(*inputs, method=method, return_states=states)
                 if backward:
                     y.square().sum().backward()
-            times = [1000 * t for t in _timings(call, repeat)]  # after one untimed warm-up call
+            times = [1000 * t for t in timings(call, repeat)]  # after one untimed warm-up call
             row[f"{name}_ms"] = statistics.median(times)
             row[f"{name}_ms_min"], row[f"{name}_ms_max"] = min(times), max(times)
         if "sequential_ms" in row and "stepwise_ms" in row:
@@ -297,7 +226,7 @@ def attention_variants(tunnels: Iterable[str] = ("bijection", "hmm"), repeat: in
         row: dict[str, Any] = {"tunnel": tunnel, "batch": B, "heads": H, "length": T, "head_dim": dh}
         for name, attend in (("explicit", explicit), ("sdpa", sdpa)):
             leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-            row[f"{name}_ms"] = stats([1000.0 * s for s in _timings(
+            row[f"{name}_ms"] = stats([1000.0 * s for s in timings(
                 lambda: attend(*leaves).backward(grad), repeat, 2, dev)])
         rows.append(row)
     return rows
@@ -309,7 +238,7 @@ def last_build_times(roots: Iterable[Path] | None = None) -> dict[str, Any]:
     ``"unknown"`` where no such file exists under ``roots`` (default: the working directory and the
     source checkout this package was imported from)."""
     if roots is None:
-        roots = [Path.cwd(), Path(__file__).resolve().parents[1]]
+        roots = [Path.cwd(), Path(__file__).resolve().parents[2]]  # the checkout: bwt_lite/runtime/ -> root
     out: dict[str, Any] = {}
     for name in ("book", "test"):
         out[name] = "unknown"
@@ -358,12 +287,14 @@ def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, ar
         device: str | torch.device = "auto", amp: str = "auto", compile_model: bool = False, train: bool = False,
         target_bits: float | None = None, repeat: int | None = None, progress: bool = False,
         log: Callable[[str], None] | None = None, threads: Sequence[int] | None = None,
-        variants: bool = True) -> dict[str, Any]:
+        variants: bool = True, goals: bool = True) -> dict[str, Any]:
     """Everything ``bwt bench`` measures, as a JSON-ready dict (see the module docstring); ``log``
     gets a line as each preset is timed (paper scale on a CPU takes minutes per preset).
 
     ``threads``: the CPU thread counts to time every preset at (default :data:`DEFAULT_THREADS` on a
-    CPU, the current count on a GPU). ``variants``: also time the scan and attention variants."""
+    CPU, the current count on a GPU). ``variants``: also time the scan and attention variants. ``goals``: the
+    speed figures against the project's goals (:mod:`bwt_lite.runtime.goals`: the CPU ratios on a CPU,
+    the fast path of the paper-scale transformers on a GPU)."""
     dev = resolve_device(device)
     presets, skipped = benchmark_presets(tunnels, archs, scales)
     if threads is None:
@@ -393,6 +324,11 @@ def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, ar
         with num_threads(threads[0]):
             out["scan_variants"] = scan_variants(lite) if archs is None or "mamba" in archs else []
             out["attention_variants"] = attention_variants(lite) if archs is None or "transformer" in archs else []
+    if goals:
+        if dev.type == "cpu":
+            out["cpu_ratios"] = cpu_ratios()
+        else:
+            out["gpu_fast_path"] = gpu_fast_path(dev)
     if train:
         out["time_to_target"] = [train_to_target(scale, target_bits, dev, amp, compile_model, progress)
                                  for scale in scales]
@@ -431,6 +367,7 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"attention, {r['tunnel']} (batch {r['batch']}, {r['heads']} heads of {r['head_dim']}, T "
                      f"{r['length']}), ms forward + backward: explicit {_range(r['explicit_ms'], 2)}, "
                      f"sdpa {_range(r['sdpa_ms'], 2)}")
+    lines += format_goals(result)
     for name, t in result.get("last_build", {}).items():
         lines.append(f"last make {name}: " + ("unknown" if not isinstance(t, dict) else
                                               f"{format_duration(t['seconds'])} (exit {t.get('exit_code')}, "
