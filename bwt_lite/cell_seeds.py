@@ -30,9 +30,9 @@ def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
 
 
 def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``old`` with each cell of ``new`` added, replacing the cell of the same preset name, threads and
-    training episodes (a recipe's budget)."""
-    key = lambda c: (c["name"], c["threads"], c["train_episodes"])  # noqa: E731
+    """``old`` with each cell of ``new`` added, replacing the cell of the same preset name, threads,
+    training episodes (a recipe's budget) and recipe change (``cell_seeds.py --change``)."""
+    key = lambda c: (c["name"], c["threads"], c["train_episodes"], c.get("change", ""))  # noqa: E731
     merged = {key(c): c for c in old}
     merged.update({key(c): c for c in new})
     return list(merged.values())
@@ -43,7 +43,8 @@ def recipe_cells(name: str, train_episodes: int, path: Path | str = CELL_SEEDS_F
     in increasing order; [] when that recipe's seeds were not trained (or the table is missing)."""
     if not Path(path).exists():
         return []
-    cells = [c for c in load_cell_seeds(path)["cells"] if c["name"] == name and c["train_episodes"] == train_episodes]
+    cells = [c for c in load_cell_seeds(path)["cells"]
+             if c["name"] == name and c["train_episodes"] == train_episodes and not c.get("change")]
     return sorted(cells, key=lambda c: c["threads"])
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -32,6 +32,7 @@ from bwt_lite.reproduce import HMM_MAX_WINDOW, MAX_WINDOW, cell_preset, median_s
 from bwt_lite.runtime.device import cpu_threads
 from bwt_lite.store.checkpoint import find_checkpoint
 from bwt_lite.store.files import read_json
+from bwt_lite.train_config import TrainConfig
 from bwt_lite.tunnels import make_tunnel
 
 from _common import parser, shown_args, smoke, write
@@ -50,19 +51,37 @@ def threads_of(meta: dict) -> int:
     return n
 
 
+def parse_change(text: str | None) -> dict:
+    """``"lr=2e-3,decay_steps=0"`` -> ``{"lr": 0.002, "decay_steps": 0}``: training fields of the recipe to change
+    (each converted to the type of its default), so that a candidate recipe is judged on the same seeds."""
+    if not text:
+        return {}
+    defaults = TrainConfig()
+    change = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        if name not in {f.name for f in fields(TrainConfig)} or name == "seed" or not value:
+            raise SystemExit(f"--change: {item!r} is not NAME=VALUE with NAME a training field other than seed "
+                             f"({', '.join(f.name for f in fields(TrainConfig) if f.name != 'seed')})")
+        change[name] = type(getattr(defaults, name))(value)
+    return change
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.splitlines()[0], "cell_seeds.json")
     p.add_argument("--cells", nargs="+", required=True, help="tunnel:arch, e.g. bijection:lstm hmm-slow:mamba")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--cache", type=Path, required=True, help="checkpoint cache of these runs (one per thread count)")
     p.add_argument("--append", action="store_true", help="add these cells to those already in --out")
+    p.add_argument("--change", default=None, help="a candidate recipe: training fields changed, e.g. lr=2e-3,ema=0")
     args = p.parse_args(argv)
+    change = parse_change(args.change)
     os.environ["BWT_CACHE_DIR"] = str(args.cache)  # where find_checkpoint looks first
     cells = []
     for spec in args.cells:
         tunnel, _, arch = spec.partition(":")
         base = cell_preset(tunnel, arch, "lite")
-        base = replace(base, train=replace(base.train, **smoke({}, args.steps)))
+        base = replace(base, train=replace(base.train, **smoke(change, args.steps)))
         windows = MAX_WINDOW.get(tunnel, HMM_MAX_WINDOW)
         bases = {name: r.to_dict() for name, r in evaluate_baselines(make_tunnel(**base.tunnel), episodes=args.episodes,
                                                                      max_window=windows).items()}
@@ -86,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         if len(threads) != 1:
             raise SystemExit(f"{spec}: seeds trained at different thread counts {sorted(threads)}; "
                              "use one --cache per count")
-        cells.append({"tunnel": tunnel, "arch": arch, "name": base.name, "threads": threads.pop(), "steps": base.train.steps,
+        cells.append({"tunnel": tunnel, "arch": arch, "name": base.name, "change": args.change or "",
+                      "threads": threads.pop(), "steps": base.train.steps,
                       "batch_size": base.train.batch_size, "train_episodes": base.train.steps * base.train.batch_size,
                       "realises": bool(seed_verdict(r["realises"] for r in runs)),
                       "realised_seeds": sum(r["realises"] for r in runs),

@@ -139,3 +139,72 @@ def test_loading_the_shipped_model_prints_no_progress_bar(capfd):
     out, err = capfd.readouterr()
     assert "Loading weights" not in out + err  # it would show up in chapter 12 and on the start page
     assert hf_logging.is_progress_bar_enabled()  # turned back on for everything else
+
+
+@pytest.fixture
+def lm_copy(tmp_path):
+    """A copy of the shipped language-model folder to tamper with."""
+    import shutil
+
+    if not text_lm.SHIPPED.is_dir():
+        pytest.skip("the shipped text model is not in this checkout")
+    out = tmp_path / "lm"
+    shutil.copytree(text_lm.SHIPPED, out)
+    return out
+
+
+def _reseal(folder, **changes):
+    import json
+
+    meta = json.loads((folder / "meta.json").read_text())
+    meta.update(changes)
+    return text_lm.seal_lm_folder(folder, meta)
+
+
+@pytest.mark.parametrize("name, content", [("generation_config.json", '{"max_length": 3}'),
+                                           ("tokenizer_config.json", "{}")])
+def test_every_file_of_the_lm_folder_is_hashed(lm_copy, name, content):
+    (lm_copy / name).write_text(content)
+    with pytest.raises(CheckpointError, match=name):
+        text_lm.load_text_lm(lm_copy)
+
+
+@pytest.mark.parametrize("name", ["special_tokens_map.json", "added_tokens.json"])
+def test_a_file_added_to_the_lm_folder_is_refused(lm_copy, name):
+    (lm_copy / name).write_text('{"eos_token": "x"}')
+    with pytest.raises(CheckpointError, match=f"{name} are not part of the trained model"):
+        text_lm.load_text_lm(lm_copy)
+
+
+def test_the_lm_meta_is_sealed_and_checked_for_shape_and_sense(lm_copy):
+    import json
+
+    meta_path = lm_copy / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "parameters": 160_000_000}))  # edited without a new seal
+    with pytest.raises(CheckpointError, match="altered"):
+        text_lm.read_meta(lm_copy)
+    meta_path.write_text("{not json")
+    with pytest.raises(CheckpointError, match="meta.json is not valid JSON"):
+        text_lm.read_meta(lm_copy)
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "recipe"}))
+    with pytest.raises(CheckpointError, match="lacks the field 'recipe'"):
+        text_lm.read_meta(lm_copy)
+    _reseal(lm_copy, **{k: v for k, v in meta.items() if k not in ("sha256", "meta_sha256")})
+    for bad in ({"heldout_bits": float("nan")}, {"tokens_seen": -5}, {"heldout_bits": 99.0}):
+        _reseal(lm_copy, **bad)
+        with pytest.raises(CheckpointError, match="values no trained model has"):
+            text_lm.read_meta(lm_copy)
+    _reseal(lm_copy, heldout_bits=meta["heldout_bits"], tokens_seen=meta["tokens_seen"], parameters=160_000_000)
+    with pytest.raises(CheckpointError, match="160,000,000 parameters"):  # resealed, but not the weights' count
+        text_lm.load_text_lm(lm_copy)
+
+
+def test_crafted_weights_that_match_a_resealed_meta_give_the_projects_error(lm_copy):
+    import json
+
+    (lm_copy / "model.safetensors").write_bytes(b"\xff" * 64)
+    _reseal(lm_copy, **{k: v for k, v in json.loads((lm_copy / "meta.json").read_text()).items()
+                        if k not in ("sha256", "meta_sha256")})
+    with pytest.raises(CheckpointError, match="do not load"):
+        text_lm.load_text_lm(lm_copy)

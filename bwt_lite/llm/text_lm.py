@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ..store.files import CheckpointError, atomic_write, sha256_bytes
+from ..store.files import SEAL, CheckpointError, atomic_write, check_fields, check_seal, read_json, seal_sha256, sha256_bytes
 from ..train import warmup_cosine
 from .configs import LoadedModel, from_config, tiny_config
 
@@ -180,22 +180,79 @@ def _ship(model, tok, heldout: str, out: Path, meta: dict[str, Any]) -> None:
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     atomic_write(out / "heldout.txt", heldout[:16_000].encode())
-    meta["sha256"] = {f: sha256_bytes((out / f).read_bytes()) for f in FILES}
-    atomic_write(out / "meta.json", (json.dumps(meta, indent=1) + "\n").encode())
+    seal_lm_folder(out, meta)
+
+
+def seal_lm_folder(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """Write ``meta.json`` into ``out``: ``meta`` (updated in place) with the SHA-256 of every other file in
+    the folder (but the training run's ``resume.pt``, removed after) and the seal over all of it, so that
+    :func:`read_meta` refuses an edited, added or missing file or field."""
+    meta.pop(SEAL, None)
+    meta["sha256"] = {f.name: sha256_bytes(f.read_bytes()) for f in sorted(Path(out).iterdir())
+                      if f.is_file() and f.name not in ("meta.json", "resume.pt")}
+    meta[SEAL] = seal_sha256(meta)
+    atomic_write(Path(out) / "meta.json", (json.dumps(meta, indent=1) + "\n").encode())
+    return meta
+
+
+# the fields of meta.json read by the chapters, with their types, and the sense each must make
+META_FIELDS: dict[str, type] = {"name": str, "recipe": dict, "parameters": int, "tokens_seen": int,
+                                "heldout_bits": float, "heldout_bits_random_init": float, "cpu_s": float,
+                                "sha256": dict, "history": list}
 
 
 def read_meta(path: Path | str = SHIPPED) -> dict[str, Any]:
-    """The ``meta.json`` of a text-LM folder, after checking every listed file's SHA-256."""
+    """The ``meta.json`` of a text-LM folder after checking it: sealed, of the right shape, its numbers
+    making sense, and every file of the folder listed with its SHA-256 (no file missing, changed or added).
+    Any failure is a :class:`CheckpointError` naming the file."""
     path = Path(path)
     meta_path = path / "meta.json"
-    if not meta_path.is_file():
+    hint = f"restore the folder {path} from the package (pip install --force-reinstall bwt-lite) or retrain it"
+    if not path.is_dir() or not meta_path.is_file():
         raise CheckpointError(f"{path}: no meta.json; not a text language-model folder")
-    meta = json.loads(meta_path.read_text())
-    for name in FILES:
+    meta = read_json(meta_path)
+    check_fields(meta, meta_path, META_FIELDS, hint)
+    check_seal(meta, meta_path, hint)
+    _check_sense(meta, meta_path, hint)
+    listed = meta["sha256"]
+    present = {f.name for f in path.iterdir()} - {"meta.json"}
+    extra, missing = sorted(present - set(listed)), sorted(set(listed) - present)
+    if extra:
+        raise CheckpointError(f"{path}: file(s) {', '.join(extra)} are not part of the trained model (not listed in "
+                              f"{meta_path}); remove them")
+    if missing or not set(FILES) <= set(listed):
+        raise CheckpointError(f"{path}: file(s) {', '.join(missing or sorted(set(FILES) - set(listed)))} missing; {hint}")
+    for name, digest in listed.items():
         f = path / name
-        if not f.is_file() or sha256_bytes(f.read_bytes()) != meta.get("sha256", {}).get(name):
-            raise CheckpointError(f"{f}: missing or changed since it was trained (SHA-256 differs from meta.json)")
+        if not f.is_file() or f.is_symlink() or sha256_bytes(f.read_bytes()) != digest:
+            raise CheckpointError(f"{f}: changed since it was trained (its SHA-256 differs from {meta_path}); {hint}")
     return meta
+
+
+def _check_sense(meta: dict[str, Any], path: Path, hint: str) -> None:
+    """Numbers that a trained model's record can hold: positive counts and times, finite bits per token
+    no larger than a uniform guess over the vocabulary (with a margin for a random init)."""
+    recipe = meta["recipe"]
+    vocab = recipe.get("vocab_size")
+    problems = []
+    for name in ("parameters", "tokens_seen"):
+        if meta[name] <= 0:
+            problems.append(f"{name} = {meta[name]}")
+    if not (math.isfinite(meta["cpu_s"]) and meta["cpu_s"] > 0):
+        problems.append(f"cpu_s = {meta['cpu_s']}")
+    if not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 2:
+        problems.append(f"recipe.vocab_size = {vocab!r}")
+    else:
+        top = math.log2(vocab) + 1.0
+        for name in ("heldout_bits", "heldout_bits_random_init"):
+            if not (math.isfinite(meta[name]) and 0 < meta[name] <= top):
+                problems.append(f"{name} = {meta[name]} (bits per token lie in (0, {top:.1f}] here)")
+    for name in ("n_layers", "d_model", "steps", "context"):
+        value = recipe.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            problems.append(f"recipe.{name} = {value!r}")
+    if problems:
+        raise CheckpointError(f"{path}: values no trained model has: {'; '.join(problems)}; {hint}")
 
 
 def load_text_lm(path: Path | str = SHIPPED, device: str = "cpu") -> LoadedModel:
@@ -209,10 +266,18 @@ def load_text_lm(path: Path | str = SHIPPED, device: str = "cpu") -> LoadedModel
     hf_logging.disable_progress_bar()  # a local 7 MB load: its bar would only print "0/52" into the page
     try:
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, attn_implementation="eager")
+        tok = PreTrainedTokenizerFast.from_pretrained(path)
+    except Exception as e:  # files whose hashes match a resealed meta.json but that do not load
+        raise CheckpointError(f"{path}: the model or tokenizer files do not load ({type(e).__name__}: {e}); "
+                              f"restore the folder from the package or retrain it") from e
     finally:
         if shown:
             hf_logging.enable_progress_bar()
-    tok = PreTrainedTokenizerFast.from_pretrained(path)
+    n = sum(p.numel() for p in model.parameters())
+    if n != meta["parameters"] or len(tok) > meta["recipe"]["vocab_size"] + len(LABEL_TOKENS) + 8:
+        raise CheckpointError(f"{path}: meta.json says {meta['parameters']:,} parameters and a vocabulary of "
+                              f"{meta['recipe']['vocab_size']:,}, the files hold {n:,} and {len(tok):,}; restore the "
+                              f"folder from the package or retrain it")
     r = meta["recipe"]
     note = (f"{meta['name']}: the course's own {r['n_layers']}-layer GPT-NeoX ({meta['parameters']:,} parameters), "
             f"trained here on Shakespeare's plays ({meta['tokens_seen']:,} tokens, {meta['cpu_s'] / 60:.0f} min of "

@@ -4,7 +4,7 @@
   them (per episode: each row of T and E drawn from a Dirichlet, floored at 0.05 and renormalised,
   rounded to hundredths with a loop that moves single hundredths until the row sums to 100, states
   and symbols drawn with ``Generator.choice`` one step at a time, and the exact posterior by a
-  log-space forward pass over every state). Written here from that description; it draws from
+  log-space forward pass, one max-shifted log-sum-exp per state and step). Written here from that description; it draws from
   NumPy's random stream, so its episodes are not the tunnel's.
 - :func:`bijection_plain`: bijection episodes from a plain vectorised sampler, tokens and targets
   only, no posterior: two ``rand`` + ``argsort`` per batch, what any vectorised sampler of this task
@@ -27,7 +27,7 @@ def _stochastic_row(n: int, rng: np.random.Generator) -> np.ndarray:
 
 def _hundredths(row: np.ndarray) -> np.ndarray:
     """A row rounded to hundredths (each >= 0.05) summing to exactly 1, one hundredth moved at a time."""
-    cents = np.maximum(np.rint(row * 100.0).astype(int), MIN_HUNDREDTHS)
+    cents = np.maximum(np.rint(np.round(row, 2) * 100.0).astype(int), MIN_HUNDREDTHS)
     diff = 100 - int(cents.sum())
     order = np.argsort(cents) if diff > 0 else np.argsort(-cents)
     i = 0
@@ -43,17 +43,22 @@ def _hundredths(row: np.ndarray) -> np.ndarray:
     return cents / 100.0
 
 
+def _logsumexp(x: np.ndarray) -> float:
+    m = np.max(x)  # shifted by the maximum, so that exp never overflows
+    return float(m + np.log(np.sum(np.exp(x - m))))
+
+
 def _log_forward(T: np.ndarray, E: np.ndarray, obs: list[int]) -> np.ndarray:
-    """p(s_t | o_0..o_t) for every t (K, S), uniform start, in log space, state by state."""
+    """p(s_t | o_0..o_t) for every t (K, S), uniform start, in log space, one log-sum-exp per state and step."""
     S = T.shape[0]
     log_T, log_E = np.log(T), np.log(E)
     alpha = np.empty((len(obs), S))
     a = np.log(np.full(S, 1.0 / S)) + log_E[:, obs[0]]
-    alpha[0] = a - np.logaddexp.reduce(a)
+    alpha[0] = a - _logsumexp(a)
     for t in range(1, len(obs)):
         for j in range(S):
-            alpha[t, j] = np.logaddexp.reduce(alpha[t - 1] + log_T[:, j]) + log_E[j, obs[t]]
-        alpha[t] -= np.logaddexp.reduce(alpha[t])
+            alpha[t, j] = _logsumexp(alpha[t - 1] + log_T[:, j]) + log_E[j, obs[t]]
+        alpha[t] -= _logsumexp(alpha[t])
     return np.exp(alpha)
 
 
