@@ -11,7 +11,6 @@ the cache folder) are :mod:`bwt_lite.store`'s; this module only joins the store 
 from __future__ import annotations
 
 import os
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -22,11 +21,11 @@ from filelock import FileLock, Timeout
 from .models import WindTunnelModel
 from .presets import Preset
 from .runtime.device import amp_dtype, cpu_model, device_name, precision_name, resolve_device
-from .store.cache import LOCK, META, RESUME, cache_dir, checkpoint_dir, prepare_root
+from .store.cache import LOCK, META, cache_dir, checkpoint_dir, prepare_root
 from .store.checkpoint import find_checkpoint, load_checkpoint, save_checkpoint
 from .store.files import SEAL, CheckpointError, read_json
 from .store.hosted import fetch_checkpoint
-from .store.resume import load_train_state, save_train_state
+from .store.resume import load_train_state, remove_train_states, save_train_state
 from .train import fit
 
 
@@ -96,7 +95,7 @@ def _train_and_save_locked(preset: Preset, directory: Path, *, progress: bool, d
     dev = resolve_device(device)
     dtype = amp_dtype(amp, dev)
     if fresh:
-        shutil.rmtree(directory / RESUME, ignore_errors=True)
+        remove_train_states(directory)
     resume = load_train_state(directory, preset)
     how = f"on {device_name(dev)}, {precision_name(dtype)}{', compiled' if compile_model else ''}"
     if resume is not None:
@@ -113,7 +112,7 @@ def _train_and_save_locked(preset: Preset, directory: Path, *, progress: bool, d
     if dev.type == "cpu":
         trained_on["cpu"] = cpu_model()  # one-thread runs repeat bit for bit only on the same kind of CPU
     meta = save_checkpoint(directory, preset, model, state, trained_on)
-    shutil.rmtree(directory / RESUME, ignore_errors=True)
+    remove_train_states(directory)
     return model.eval(), meta
 
 

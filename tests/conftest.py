@@ -47,7 +47,7 @@ def fit_until_killed(preset, at_step: int, ckpt_every: int = 4, **fit_kwargs):
     directory = checkpoint_dir(preset)
 
     def save_then_die(state):
-        save_train_state(directory, state)
+        save_train_state(directory, state, preset)
         if state.step == at_step:
             raise Killed
 

@@ -274,7 +274,7 @@ def test_a_state_saved_by_train_and_save_records_its_folder_key_and_seal(isolate
 
 def test_a_resume_state_of_another_architecture_is_refused(isolated_cache):
     p = tiny()
-    js = save_final_state(tiny("mlp"), checkpoint_dir(p))  # no key recorded: the weights' shapes tell
+    js = save_final_state(tiny("mlp"), checkpoint_dir(p), p)  # this preset's key on an MLP's weights: the shapes tell
     with refused("holds the weights of another model than bijection-transformer-lite .arch 'transformer'", js):
         train_and_save(p, progress=False, log=lambda _: None)
 
@@ -323,3 +323,101 @@ def test_a_resume_state_of_the_wrong_shape_or_file_type_is_refused(isolated_cach
     js.write_text("[]")
     with refused("holds a JSON list", js):
         load_train_state(checkpoint_dir(p), p)
+
+
+# ------------------------------------------------------------------------------------------------
+# Resealed nonsense, crafted bytes, interrupted clean-ups (the sense behind the seal)
+
+
+def reseal(path, change):
+    """Edit the JSON at ``path`` and give it a matching seal, as someone who knows the format could."""
+    meta = json.loads(path.read_text())
+    change(meta)
+    meta[SEAL] = seal_sha256(meta)
+    path.write_text(json.dumps(meta, indent=1))
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda m: m.update(train_steps=-5), "train_steps = -5"),
+    (lambda m: m.update(train_steps=10 ** 9), "train_steps = 1000000000"),
+    (lambda m: m["history"][-1].update(entropy_mae_bits=float("nan")), "entropy_mae_bits = nan"),
+    (lambda m: m["history"][0].update(kl_bits=-1.0), "kl_bits = -1.0"),
+    (lambda m: m.update(train_time_s=-3.0), "train_time_s = -3.0"),
+])
+def test_resealed_values_no_trained_model_has_are_refused(ckpt, change, match):
+    p, d = ckpt
+    reseal(d / META, change)
+    with refused(f"values no trained model has: .*{re.escape(match)}", d / META):
+        load_checkpoint(d, p)
+
+
+def test_another_seeds_checkpoint_under_this_folder_is_refused(trained, tmp_path):
+    p, src = trained
+    other = tiny(seed=1)
+    train_and_save(other, progress=False, log=lambda _: None, root=tmp_path)
+    mine = tmp_path / src.name
+    shutil.copytree(checkpoint_dir(other, tmp_path), mine)  # the seed-1 files in the seed-0 folder
+    with refused(f"not of the folder {mine.name}", mine / META):
+        load_checkpoint(mine)  # without a preset to compare with, the folder's own name tells
+
+
+def test_crafted_weights_that_match_a_resealed_hash_give_a_checkpoint_error(ckpt):
+    p, d = ckpt
+    junk = b"\xff" * 200
+    (d / WEIGHTS).write_bytes(junk)
+    reseal(d / META, lambda m: m.update(weights_sha256=files.sha256_bytes(junk), weights_bytes=len(junk)))
+    with refused("is not a readable safetensors file", d / WEIGHTS):
+        load_checkpoint(d, p)
+
+
+def test_resume_states_must_name_their_key_and_a_step_of_the_schedule(isolated_cache):
+    p = tiny()
+    js = save_final_state(p, checkpoint_dir(p), p)
+    reseal(js, lambda m: m.pop("key"))
+    with refused("lacks the field 'key'", js):
+        load_train_state(checkpoint_dir(p), p)
+    reseal(js, lambda m: m.update(key=p.key()))
+    late = js.with_name("step-0100000.json")
+    js.with_suffix(".safetensors").rename(late.with_suffix(".safetensors"))
+    js.rename(late)
+    reseal(late, lambda m: m.update(step=100_000))
+    with refused("at step 100,000, outside the 4 steps", late):
+        load_train_state(checkpoint_dir(p), p)
+
+
+def test_crafted_resume_bytes_give_a_checkpoint_error(isolated_cache):
+    p = tiny()
+    js = save_final_state(p, checkpoint_dir(p), p)
+    junk = b"\x00" * 64
+    js.with_suffix(".safetensors").write_bytes(junk)
+    reseal(js, lambda m: m.update(sha256=files.sha256_bytes(junk), bytes=len(junk)))
+    with refused("is not a readable safetensors file", js.with_suffix(".safetensors")):
+        load_train_state(checkpoint_dir(p), p)
+
+
+def test_a_clean_up_killed_half_way_never_strands_the_preset(isolated_cache, monkeypatch):
+    from pathlib import Path
+
+    from bwt_lite.store.resume import remove_train_states
+
+    p = tiny()
+    js = save_final_state(p, checkpoint_dir(p), p)
+    real_unlink, calls = Path.unlink, []
+
+    def killed_after_one(self, missing_ok=False):
+        if calls:
+            raise KeyboardInterrupt  # a kill between two deletions
+        calls.append(self)
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        remove_train_states(checkpoint_dir(p))
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    assert calls == [js] and js.with_suffix(".safetensors").exists()  # the JSON went first
+    assert load_train_state(checkpoint_dir(p), p) is None  # weights without a JSON are no state
+    js2 = save_final_state(p, checkpoint_dir(p), p)
+    js2.with_suffix(".safetensors").unlink()  # the order of an older clean-up: weights gone, JSON left
+    assert load_train_state(checkpoint_dir(p), p) is None
+    _, meta = train_and_save(p, progress=False, log=lambda _: None)  # the next run finishes it
+    assert meta["train_steps"] == 4 and not (checkpoint_dir(p) / "resume").exists()

@@ -168,7 +168,7 @@ def test_altered_weights_are_refused(saved):
     data = bytearray((d / "model.safetensors").read_bytes())
     data[-5] ^= 0xFF
     (d / "model.safetensors").write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match="altered.*bwt cache clear"):
+    with pytest.raises(CheckpointError, match="altered.*delete the folder .*bijection-transformer-lite-[0-9a-f]{16} and train again"):
         load_or_train(p, progress=False)
 
 

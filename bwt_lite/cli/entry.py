@@ -11,6 +11,34 @@ from .common import CommandExit, debug_mode
 from .parser import build_parser
 
 
+class TolerantStream:
+    """A text stream that drops what cannot be written (a closed pipe, a full disk) instead of raising, and
+    remembers the first such error: a training run whose log reader went away (`bwt train ... | head`)
+    goes on to its checkpoint, and ``main`` says at the end what happened to the output."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.error: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.error is None:
+            try:
+                return self._stream.write(text)
+            except OSError as e:
+                self.error = e
+        return len(text)
+
+    def flush(self) -> None:
+        if self.error is None:
+            try:
+                self._stream.flush()
+            except OSError as e:
+                self.error = e
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def _stdout_broken() -> bool:
     """Whether standard output cannot take what is written to it (a closed pipe, a full disk)."""
     try:
@@ -46,9 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv  # to say which command resumes an interrupted run
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TolerantStream(out), TolerantStream(err)
     try:
         code = args.func(args)
-        sys.stdout.flush()  # a closed pipe or a full disk shows here, inside the handlers below
+        sys.stdout.flush()
+        if sys.stdout.error is not None:  # the work is done; now say what became of its output
+            raise sys.stdout.error
         return code
     except CommandExit as e:
         parser.exit(e.code, f"bwt: {e}\n")
@@ -68,7 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, FloatingPointError) as e:  # I/O while running; a training run that diverged
         if debug_mode():
             raise
-        if isinstance(e, OSError) and _stdout_broken():
+        if isinstance(e, OSError) and (e is sys.stdout.error or _stdout_broken()):
             _detach_stdout()
             parser.exit(1, f"bwt: error: cannot write to standard output: {e.strerror or e}\n")
         parser.exit(1, f"bwt: error: {_describe(e) if isinstance(e, OSError) else e}\n")
+    finally:
+        sys.stdout, sys.stderr = out, err

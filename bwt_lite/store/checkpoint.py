@@ -15,12 +15,13 @@ silently wrong. ``docs/checkpoints.md`` describes the format and the lookup orde
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from ..models import WindTunnelModel, build_model
@@ -30,7 +31,7 @@ from ..train_config import TrainState
 from ..version import __version__
 from .cache import META, SHIPPED_DIR, WEIGHTS, cache_dir, checkpoint_dir
 from .files import (SEAL, CheckpointError, atomic_write, check_fields, check_seal, clear_hint, read_json,
-                    read_verified, seal_sha256, sha256_bytes)
+                    read_verified, safetensors_load, seal_sha256, sha256_bytes)
 
 CHECKPOINT_FIELDS: dict[str, type | tuple[type, None]] = {
     "format_version": int, "name": str, "key": str, "preset": dict, "params": int, "train_steps": int,
@@ -97,13 +98,38 @@ def verified_model(directory: Path, meta: dict[str, Any], preset: Preset | None)
     if stored.key() != meta["key"]:
         raise CheckpointError(f"{path} was altered: its key does not match its configuration; {hint}")
     check_seal(meta, path, hint)
+    named = re.fullmatch(r".+-([0-9a-f]{16})", directory.name)  # a folder named as the cache names them
+    if named is not None and named.group(1) != meta["key"][:16]:
+        raise CheckpointError(f"{path} is the checkpoint of the configuration with key {meta['key'][:16]} "
+                              f"({meta['name']}), not of the folder {directory.name}; {hint}")
     data = read_verified(directory / WEIGHTS, meta["weights_sha256"], meta["weights_bytes"])
+    _check_sense(meta, stored, path, hint)
+    tensors = safetensors_load(data, directory / WEIGHTS, hint)
     model = build_model(stored.model)
     try:
-        model.load_state_dict(st_load(data), strict=True)
+        model.load_state_dict(tensors, strict=True)
     except (RuntimeError, ValueError) as e:
         raise CheckpointError(f"weights in {directory} do not fit the {stored.model.arch} model: {e}; {hint}") from e
     return model
+
+
+def _check_sense(meta: dict[str, Any], stored: Preset, path: Path, hint: str) -> None:
+    """Fields a trained model's checkpoint can hold: a positive step count no larger than its schedule, a
+    non-negative training time, and finite, non-negative held-out scores in its history."""
+    problems = []
+    if not 0 < meta["train_steps"] <= max(stored.train.steps, stored.train.schedule_steps):
+        problems.append(f"train_steps = {meta['train_steps']} (its preset trains {stored.train.steps:,})")
+    if not (math.isfinite(meta["train_time_s"]) and meta["train_time_s"] >= 0):
+        problems.append(f"train_time_s = {meta['train_time_s']}")
+    if meta["params"] <= 0:
+        problems.append(f"params = {meta['params']}")
+    for row in meta["history"]:
+        for name in ("entropy_mae_bits", "kl_bits"):
+            value = row.get(name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                problems.append(f"history step {row['step']}: {name} = {value}")
+    if problems:
+        raise CheckpointError(f"{path} holds values no trained model has: {'; '.join(problems[:3])}; {hint}")
 
 
 def reseal_checkpoint(directory: Path | str) -> dict[str, Any]:

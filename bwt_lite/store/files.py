@@ -28,7 +28,19 @@ class CheckpointError(RuntimeError):
 
 
 def clear_hint(path: Path) -> str:
-    return f"delete {path} (or run `bwt cache clear`) and train again"
+    """What to do about a checkpoint folder that cannot be trusted: that folder only, never the whole cache."""
+    return f"delete the folder {path} and train again (`bwt train ... --fresh` does both)"
+
+
+def safetensors_load(data: bytes, path: Path, hint: str) -> dict[str, Any]:
+    """The tensors in ``data`` (the bytes of ``path``), or :class:`CheckpointError` naming the file when they are
+    not a safetensors file (bytes crafted to match a recomputed hash and seal, say)."""
+    from safetensors.torch import load
+
+    try:
+        return load(data)
+    except Exception as e:  # safetensors raises its own error types for malformed headers and data
+        raise CheckpointError(f"{path} is not a readable safetensors file ({type(e).__name__}: {e}); {hint}") from e
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -173,4 +185,5 @@ def check_fields(meta: dict[str, Any], path: Path, fields: dict[str, type | tupl
 
 
 __all__ = ["MAX_JSON_BYTES", "SEAL", "CheckpointError", "atomic_write", "check_fields", "check_seal", "clear_hint",
+           "safetensors_load",
            "read_json", "read_verified", "seal_sha256", "sha256_bytes"]

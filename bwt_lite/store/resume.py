@@ -9,11 +9,11 @@ newer one is complete; the trainer removes the folder when training completes.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from ..models import build_model
@@ -21,20 +21,37 @@ from ..presets import Preset
 from ..train_config import TrainState
 from .cache import RESUME, RESUME_NAME
 from .files import (SEAL, CheckpointError, atomic_write, check_fields, check_seal, read_json, read_verified,
-                    seal_sha256, sha256_bytes)
+                    safetensors_load, seal_sha256, sha256_bytes)
 
 RESUME_FORMAT = 2  # 2: resume states carry the logged loss's running sums, their folder, preset key and seal
 RESUME_FIELDS: dict[str, type | tuple[type, None]] = {
-    "resume_format": int, "folder": str, "step": int, "history": list, "elapsed_s": float,
+    "resume_format": int, "folder": str, "key": str, "step": int, "history": list, "elapsed_s": float,
     "param_groups": list, "opt_scalars": dict, "scaler": (dict, None), "loss_sum": float, "loss_n": float,
     "sha256": str, "bytes": int}
 
 
-def save_train_state(directory: Path, state: TrainState, preset: Preset | None = None) -> None:
+def remove_train_states(directory: Path) -> None:
+    """Delete ``directory/resume`` so that no moment of the deletion leaves a state that cannot load: every
+    state's JSON (which vouches for its weights) goes first, then the weights and anything else, then the folder.
+    A run killed half-way through leaves at most weights without a JSON, which :func:`load_train_state` ignores."""
+    rdir = Path(directory) / RESUME
+    if not rdir.is_dir() or rdir.is_symlink():
+        return
+    for pattern in ("step-*.json", "*"):
+        for f in sorted(rdir.glob(pattern)):
+            if f.is_file() or f.is_symlink():
+                f.unlink(missing_ok=True)
+    try:
+        rdir.rmdir()
+    except OSError:  # something that is not ours is in it: left alone
+        pass
+
+
+def save_train_state(directory: Path, state: TrainState, preset: Preset) -> None:
     """Write ``resume/step-N.{safetensors,json}`` atomically, then drop older states.
 
-    The JSON records the folder it belongs to and, given ``preset`` (as :func:`bwt_lite.checkpoints.train_and_save` does),
-    the preset's key, so a state copied from another checkpoint is refused on loading.
+    The JSON records the folder it belongs to and the preset's key, so a state copied from another
+    checkpoint or configuration is refused on loading.
     """
     tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in state.model.items()}
     opt_state: dict[str, dict[str, Any]] = {}
@@ -48,9 +65,7 @@ def save_train_state(directory: Path, state: TrainState, preset: Preset | None =
     for k, v in (state.average or {}).items():
         tensors[f"average.{k}"] = v.detach().cpu().contiguous()
     blob = st_save(tensors)
-    meta: dict[str, Any] = {"resume_format": RESUME_FORMAT, "folder": Path(directory).name}
-    if preset is not None:
-        meta["key"] = preset.key()
+    meta: dict[str, Any] = {"resume_format": RESUME_FORMAT, "folder": Path(directory).name, "key": preset.key()}
     meta.update({"step": state.step, "history": state.history, "elapsed_s": state.elapsed_s,
                  "param_groups": state.optimizer["param_groups"], "opt_scalars": opt_state, "scaler": state.scaler,
                  "loss_sum": state.loss_sum, "loss_n": state.loss_n, "sha256": sha256_bytes(blob), "bytes": len(blob)})
@@ -60,7 +75,7 @@ def save_train_state(directory: Path, state: TrainState, preset: Preset | None =
     atomic_write(rdir / f"{stem}.safetensors", blob)
     atomic_write(rdir / f"{stem}.json", json.dumps(meta).encode())
     for old in rdir.glob("step-*.json"):
-        if old.stem != stem:
+        if old.stem != stem:  # the JSON first: a state is never left with a JSON whose weights are gone
             old.unlink(missing_ok=True)
             old.with_suffix(".safetensors").unlink(missing_ok=True)
 
@@ -76,6 +91,8 @@ def load_train_state(directory: Path, preset: Preset | None = None) -> TrainStat
     states = [js for js in rdir.glob("step-*.json") if RESUME_NAME.fullmatch(js.name)]
     for js in sorted(states, reverse=True):
         hint = f"delete {rdir} (or train afresh: fresh=True, `bwt train --fresh`) to start over"
+        if not js.with_suffix(".safetensors").exists():  # weights deleted by an interrupted clean-up: no state
+            continue
         meta = read_json(js)
         if meta.get("resume_format") != RESUME_FORMAT:
             raise CheckpointError(f"{js} is a resume state of format {meta.get('resume_format', 1)!r}, this bwt_lite "
@@ -84,13 +101,21 @@ def load_train_state(directory: Path, preset: Preset | None = None) -> TrainStat
         if meta["folder"] != directory.name:
             raise CheckpointError(f"{js} is the resume state of {meta['folder']}, not of {directory.name} "
                                   f"(copied from another checkpoint folder?); {hint}")
-        if preset is not None and meta.get("key", preset.key()) != preset.key():
+        if preset is not None and meta["key"] != preset.key():
             raise CheckpointError(f"{js} is the resume state of another configuration than {preset.name} "
                                   f"(its preset key differs); {hint}")
+        named = re.fullmatch(r".+-([0-9a-f]{16})", directory.name)  # a folder named as the cache names them
+        if named is not None and named.group(1) != meta["key"][:16]:
+            raise CheckpointError(f"{js} belongs to the configuration with key {meta['key'][:16]}, not to the "
+                                  f"folder {directory.name}; {hint}")
         if js.name != f"step-{meta['step']:07d}.json":
             raise CheckpointError(f"{js} says it is the state of step {meta['step']}; {hint}")
         check_seal(meta, js, hint)
-        tensors = st_load(read_verified(js.with_suffix(".safetensors"), meta["sha256"], meta["bytes"]))
+        if preset is not None and not 0 < meta["step"] < max(preset.train.steps, 1) + 1:
+            raise CheckpointError(f"{js} is at step {meta['step']:,}, outside the {preset.train.steps:,} steps of "
+                                  f"{preset.name}; {hint}")
+        tensors = safetensors_load(read_verified(js.with_suffix(".safetensors"), meta["sha256"], meta["bytes"]),
+                                   js.with_suffix(".safetensors"), hint)
         model = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
         if preset is not None:
             _check_architecture(model, preset, js, hint)
