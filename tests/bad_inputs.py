@@ -198,6 +198,12 @@ CASES: list[Case] = [
     # cache
     _c("cache-unknown-action", "cache bogus", "action"),
     _c("cache-no-action", "cache", "action"),
+    _c("cache-list-cache-is-a-file", "cache list", "BWT_CACHE_DIR", cache="file"),
+    _c("cache-list-cache-under-a-file", "cache list", "BWT_CACHE_DIR", cache="under-file"),
+    _c("cache-list-cache-name-with-newline", "cache list", "BWT_CACHE_DIR", cache="newline"),
+    _c("info-cache-is-a-file", "info bijection transformer", "BWT_CACHE_DIR", cache="file"),
+    _c("train-cache-name-with-newline", "train bijection mlp --steps 2", "BWT_CACHE_DIR", cache="newline"),
+    _c("reproduce-capacity-retrain", "reproduce --capacity --retrain", "--retrain"),
 ]
 
 # The functions through which the commands start work. In-process cases replace each with one that
@@ -228,11 +234,13 @@ def _no_work() -> Iterator[None]:
     saved = []
     for module_name, attr in WORK:
         module = importlib.import_module(module_name)
-        if hasattr(module, attr):
-            def refuse(*args, _where=f"{module_name}.{attr}", **kwargs):
-                raise WorkStarted(_where)
-            saved.append((module, attr, getattr(module, attr)))
-            setattr(module, attr, refuse)
+        if not hasattr(module, attr):  # a refactor moved it: the cases would no longer stop work there
+            raise RuntimeError(f"bad_inputs.WORK names {module_name}.{attr}, which no longer exists; update WORK")
+
+        def refuse(*args, _where=f"{module_name}.{attr}", **kwargs):
+            raise WorkStarted(_where)
+        saved.append((module, attr, getattr(module, attr)))
+        setattr(module, attr, refuse)
     try:
         yield
     finally:
@@ -309,6 +317,8 @@ def cache_path(kind: str, tmp: Path) -> Path | None:
         return path / ("d" * left) if left > 0 else path
     if kind == "long-name":  # one component past NAME_MAX (255)
         return tmp / ("x" * 300)
+    if kind == "newline":  # as `export BWT_CACHE_DIR="$(cat file)"` can leave it
+        return Path(f"{tmp / 'cache'}\n")
     raise ValueError(f"unknown cache kind {kind!r}")
 
 
@@ -461,8 +471,55 @@ def full_disk(tmp: Path) -> Outcome:
     return outcome
 
 
+def _finished(tmp: Path) -> bool:
+    """Whether the cache under ``tmp`` holds a finished checkpoint."""
+    return any((tmp / "cache").glob("*/checkpoint.json"))
+
+
+def closed_log_reader(tmp: Path) -> Outcome:
+    """Training whose log reader goes away (``bwt train ... --log-every 1 2>&1 | head -n 3``): the run must
+    reach its checkpoint, quietly (exit 0 or 141)."""
+    name = "train-log-reader-closed"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(_bwt("train", "bijection", "mlp", "--steps", "40", "--log-every", "1", "--no-progress"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env_for(tmp))
+    for _ in range(3):
+        proc.stdout.readline()
+    proc.stdout.close()  # `head -n 3` has what it wanted
+    try:
+        proc.wait(timeout=3 * SUBPROCESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return Outcome(name, "timeout", None, time.perf_counter() - t0, "still running")
+    seconds = time.perf_counter() - t0
+    if proc.returncode not in (0, 141) or not _finished(tmp):
+        return Outcome(name, "unclear", proc.returncode, seconds, "the run did not reach its checkpoint")
+    return Outcome(name, "clean", proc.returncode, seconds, f"checkpoint written, exit code {proc.returncode}")
+
+
+def stderr_full_disk(tmp: Path) -> Outcome:
+    """Training with its log to a full disk (``2>/dev/full``): the run must still train and save."""
+    name = "train-stderr-full-disk"
+    if not os.path.exists("/dev/full"):
+        return Outcome(name, "skipped", None, 0.0, "no /dev/full here")
+    t0 = time.perf_counter()
+    with open("/dev/full", "w") as full:
+        try:
+            proc = subprocess.run(_bwt("train", "bijection", "mlp", "--steps", "20", "--log-every", "1"),
+                                  stdout=subprocess.DEVNULL, stderr=full, env=_env_for(tmp),
+                                  timeout=3 * SUBPROCESS_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return Outcome(name, "timeout", None, time.perf_counter() - t0, "still running")
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0 or not _finished(tmp):
+        return Outcome(name, "unclear", proc.returncode, seconds, "the run did not reach its checkpoint")
+    return Outcome(name, "clean", proc.returncode, seconds, "checkpoint written, exit code 0")
+
+
 SUBPROCESS_CASES: tuple[Callable[[Path], Outcome], ...] = (sigint_during_training, closed_pipe_json,
-                                                          closed_pipe_text, full_disk)
+                                                          closed_pipe_text, full_disk, closed_log_reader,
+                                                          stderr_full_disk)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -55,10 +55,61 @@ def test_sync_links_rewrites_a_moved_repository(tmp_path):
     assert release.sync_links(tmp_path, write=False) == []
 
 
-def test_repository_url_is_checked(tmp_path):
-    (tmp_path / "_config.yml").write_text("repository:\n  url: https://example.org/x\n")
-    with pytest.raises(ValueError, match="repository.url"):
+@pytest.mark.parametrize("config, match", [
+    ("repository:\n  url: https://example.org/x\n", "repository.url must be"),
+    ("repository:\n  url: http://github.com/a/b\n", "repository.url must be"),
+    ('repository:\n  url: \'https://github.com/a/b"; import os; os.system("x")\'\n', "repository.url must be"),
+    ("repository:\n  url: https://github.com/a/b c\n", "repository.url must be"),
+    ("repository:\n  url: https://github.com/a\n", "repository.url must be"),
+    ("title: no repository\n", "has no repository.url"),
+    ("repository: [unclosed\n", "is not valid YAML"),
+])
+def test_repository_url_is_checked(tmp_path, config, match):
+    (tmp_path / "_config.yml").write_text(config)
+    with pytest.raises(ValueError, match=match):
         release.repository_url(tmp_path)
+
+
+def install_cell_runs(monkeypatch, value):
+    """Run chapter 2's install cell with bwt_lite 'missing' and pip replaced: the argument lists pip got."""
+    import importlib.util
+
+    calls = []
+
+    class Done:
+        stdout, stderr = "", ""
+
+        def check_returncode(self):
+            return None
+
+    def fake_run(cmd, **kwargs):
+        assert isinstance(cmd, list) and not kwargs.get("shell"), "pip must get an argument list, no shell"
+        calls.append(cmd)
+        return Done()
+
+    source = "".join(json.loads(CHAPTER.read_text())["cells"][1]["source"])
+    source = source.split("import bwt_lite\n")[0]  # the install part, not the setup call
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bwt_lite" else real_find(name, *a))
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    if value is None:
+        monkeypatch.delenv("BWT_INSTALL", raising=False)
+    else:
+        monkeypatch.setenv("BWT_INSTALL", value)
+    exec(compile(source, "install-cell", "exec"), {})
+    return calls
+
+
+@pytest.mark.parametrize("value", ['x"; touch /tmp/pwned; "', "$(touch /tmp/pwned)", "bwt-lite==0.1.0"])
+def test_the_install_cell_gives_bwt_install_to_pip_as_one_argument(monkeypatch, value):
+    (cmd,) = install_cell_runs(monkeypatch, value)
+    assert cmd[1:5] == ["-m", "pip", "install", "--quiet"] and cmd[5] == value
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_an_empty_bwt_install_means_the_books_version(monkeypatch, value):
+    (cmd,) = install_cell_runs(monkeypatch, value)
+    assert cmd[5] == release.install_spec(release.repository_url(ROOT))
 
 
 def _serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:

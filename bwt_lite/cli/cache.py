@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import re
 import shutil
 import sys
@@ -42,6 +43,9 @@ def check_cache_readable(root: Path | None = None, what: str = "cache directory 
     try:
         if root.exists() and not root.is_dir():  # exists() raises for a name too long, among others
             raise ValueError(f"{where} is not a directory")
+        above = next((p for p in root.parents if os.path.lexists(p)), None)  # the nearest part that exists
+        if not root.exists() and above is not None and not above.is_dir():
+            raise ValueError(f"{where} cannot be created: {above} is a file, not a folder")
     except OSError as e:
         raise ValueError(f"{where} cannot be used: {e.strerror or e}") from None
     return root
