@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .runtime.device import threads_label
+from .verdicts import median_seed, realises, seed_verdict
 
 CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
 RULE_THREADS = (1, 2)  # a verdict holds when it holds at each of these CPU thread counts
@@ -26,7 +27,21 @@ def load_cell_seeds(path: Path | str = CELL_SEEDS_FILE) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/cell_seeds.py to create it")
-    return json.loads(path.read_text())
+    table = json.loads(path.read_text())
+    return {**table, "cells": [judged(c) for c in table["cells"]]}
+
+
+def judged(cell: dict[str, Any]) -> dict[str, Any]:
+    """``cell`` with every seed judged again by the rule as it is now (:func:`bwt_lite.verdicts.realises`)
+    against the exact baselines stored with it (``baselines``: scored on the same held-out episodes), so
+    that a stricter rule never leaves a stale verdict in the file; unchanged when none are stored."""
+    bases = cell.get("baselines")
+    if not bases:
+        return cell
+    seeds = [dict(s, realises=bool(realises(cell["tunnel"], s, bases))) for s in cell["seeds"]]
+    return {**cell, "seeds": seeds, "realised_seeds": sum(s["realises"] for s in seeds),
+            "realises": bool(seed_verdict(s["realises"] for s in seeds)),
+            "median_seed": median_seed(cell["tunnel"], seeds)["seed"]}
 
 
 def merge_cells(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -84,5 +99,5 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
     return rows
 
 
-__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "load_cell_seeds", "merge_cells", "recipe_cells",
+__all__ = ["CELL_SEEDS_FILE", "RULE_THREADS", "adds_alibi", "cell_label", "judged", "load_cell_seeds", "merge_cells", "recipe_cells",
            "seed_counts", "seed_grid", "threads_label"]

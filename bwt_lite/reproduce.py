@@ -8,8 +8,11 @@ When a cell *realises* its tunnel's primitive (:func:`realises`): its held-out s
 tunnel's threshold in :data:`THRESHOLDS`, **and** it clearly beats the strongest exact baseline that
 lacks the primitive (:mod:`bwt_lite.baselines`, candidates in :data:`REFERENCES`): in both entropy
 MAE and KL it must be at most :data:`MARGIN` (half) of that baseline's value, i.e. remove at least
-half of the error the baseline leaves. A threshold alone is not enough: on the HMM the exact filter
-of the current symbol alone (``window-1``, 0.08 bits) passes a 0.2-bit threshold.
+half of the error the baseline leaves; on the HMMs (transport) it must beat every window filter the
+table lists, the longest, near-exact one included (the tunnels' cards, :class:`bwt_lite.tunnels.Card`).
+A threshold alone is not enough: on the HMM the exact filter of the current symbol alone
+(``window-1``, 0.08 bits) passes a 0.2-bit threshold. Every HMM row carries ``equivalent_window``: the
+look-back whose window filter scores the same entropy MAE (:func:`bwt_lite.window_ladder.equivalent_window`).
 
 :func:`reproduce` evaluates every (architecture, tunnel) cell from the cache or the shipped
 checkpoints (training what is missing) and scores each tunnel's baselines on the same held-out
@@ -18,7 +21,6 @@ parameter counts and how each architecture was matched to the transformer. ``bwt
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, Callable, Iterable, Mapping
 
@@ -34,69 +36,12 @@ from .paper import paper_value
 from .presets import SCALES, get_preset
 from .store.hosted import hosted_checkpoint
 from .train import format_duration
+from .verdicts import (HMM_MAX_WINDOW, MARGIN, MARGINS, MAX_WINDOW, METRIC_NAMES, PRIMITIVE_TUNNELS, PRIMITIVES,
+                       REFERENCES, SEED_SHARE, THRESHOLDS, VARIANT_CELLS, compare_with_baselines, equivalent_window_of,
+                       look_back_text, median_seed, passes_threshold, realises, seed_verdict, threshold_text)
 from .runtime.pool import train_presets
 from .tunnels import make_tunnel
 from .arguments import check_choice, check_int
-
-# The table's tunnels, in order. "hmm-slow" is the HMM's slow-mixing variant (``HMM(variant="slow")``):
-# on the default HMM a 2-symbol window already scores like the paper's models, so transport is
-# tested where a window needs 8 symbols to come within 0.01 bits of the exact filter.
-PRIMITIVE_TUNNELS = ("bijection", "hmm", "hmm-slow", "recall", "regression")
-VARIANT_CELLS: dict[str, tuple[str, str]] = {"hmm-slow": ("hmm", "slow")}  # table name -> (tunnel, variant)
-PRIMITIVES: dict[str, str] = {"bijection": "accumulation", "hmm": "transport", "hmm-slow": "transport",
-                              "recall": "binding", "regression": "continuous accumulation"}
-
-# (metric, "max" or "min", value): a cell passes its tunnel's threshold when metric <= / >= value (to
-# realise the primitive it must also beat the baselines, see REFERENCES below).
-# Bijection: a tenth of the 1.107-bit plateau of a model that ignores the context. HMM: half the
-# MLP control's 0.41 bits (the paper's LSTM, 0.411, fails; its Mamba, 0.024, passes). Recall:
-# 90 % top-1 on recalled keys (chance is 1/16; the paper: transformer 100 %, Mamba 97.8 %, LSTM
-# 0.5 %). Regression: a quarter of a bit (the MLP control sits near 1.16). Lax enough for lite
-# models trained for minutes, far from what a context-blind model can reach.
-THRESHOLDS: dict[str, tuple[str, str, float]] = {
-    "bijection": ("entropy_mae_bits", "max", 0.1),
-    "hmm": ("entropy_mae_bits", "max", 0.2),
-    "hmm-slow": ("entropy_mae_bits", "max", 0.18),  # half the uniform-belief plateau (0.37 bits)
-    "recall": ("accuracy", "min", 0.9),
-    "regression": ("entropy_mae_bits", "max", 0.25),
-}
-
-# A cell must score at most MARGIN x the strongest reference baseline, in each compared metric. Half:
-# the model removes at least half of the error the baseline leaves. The factor is far above the
-# evaluation noise of 2,048 episodes (the HMM transformer: 0.0482 +- 0.0002 bits over 16 such sets;
-# the window filters move by about 3 % between sets) and it is scale-free, so one rule serves
-# tunnels whose baselines sit at 0.02 and at 1.6 bits.
-MARGIN = 0.5
-# The reference baselines of each tunnel: for each compared metric, the candidate baselines lacking
-# the primitive; the bar is the strongest candidate (lowest value) on that metric.
-# - bijection (elimination): the prior (uniform over V: 1.107 bits in both), and for KL also
-#   right-entropy, which has Bayes' entropy by construction (entropy MAE 0) but eliminates nothing.
-# - hmm (transport): the best exact filter of the last w <= 2 symbols. A fixed window carries no
-#   belief forward; 2 symbols is what a local read gets without any state: Mamba's causal
-#   convolution spans 4 tokens (OBS, o_{t-1}, OBS, o_t), and one attention head can fetch the
-#   previous symbol. It is also where the paper's Mamba sits (0.024 bits, Paper I architecture
-#   table; window-2 scores 0.024-0.025 on the lite HMM), so that number cannot tell transport from
-#   a 2-symbol read. The bar is then 0.012 bits; w = 3 or 4 (0.008, 0.003 bits) would put it at
-#   0.004 or 0.0013, stricter than needed to exclude a local read. The table lists windows up to 4,
-#   so a stricter reading can be applied by eye.
-# - hmm-slow (transport, slow mixing): the best window of w <= 4 symbols. Here belief must be carried
-#   across many steps (a window needs w >= 8 to come within 0.01 bits), so a model that realises
-#   transport must halve the error of the 4-symbol window; the table lists windows up to 8.
-# - recall (binding): the reader that knows the revealed values but not which key holds which.
-# - regression (continuous accumulation): the exact predictive from the most recent pair alone.
-REFERENCES: dict[str, dict[str, tuple[str, ...]]] = {
-    "bijection": {"entropy_mae_bits": ("prior",), "kl_bits": ("prior", "right-entropy")},
-    "hmm": {"entropy_mae_bits": ("window-0", "window-1", "window-2"),
-            "kl_bits": ("window-0", "window-1", "window-2")},
-    "hmm-slow": {"entropy_mae_bits": tuple(f"window-{w}" for w in range(5)),
-                 "kl_bits": tuple(f"window-{w}" for w in range(5))},
-    "recall": {"entropy_mae_bits": ("prior", "reader-no-binding"), "kl_bits": ("prior", "reader-no-binding")},
-    "regression": {"entropy_mae_bits": ("prior", "one-pair"), "kl_bits": ("prior", "one-pair")},
-}
-# The window ladder in the table: 0..4 on the default HMM (it mixes within a few steps), 0..8 on hmm-slow.
-MAX_WINDOW: dict[str, int] = {"hmm": 4, "hmm-slow": 8}
-HMM_MAX_WINDOW = MAX_WINDOW["hmm"]
-METRIC_NAMES = {"entropy_mae_bits": "entropy MAE", "kl_bits": "KL"}
 
 # How each architecture's size was chosen (presets.ARCH_SIZES says the same beside the numbers).
 HOW_MATCHED: dict[tuple[str, str], str] = {
@@ -111,11 +56,6 @@ HOW_MATCHED: dict[tuple[str, str], str] = {
 }
 
 
-# With several training seeds, a cell realises its primitive when at least this share of its seeds does
-# (4 of 5); its printed numbers are those of its median seed.
-SEED_SHARE = 0.8
-
-
 def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int | None = None) -> Any:
     """The preset of a table cell: ``tunnel`` is a name of :data:`PRIMITIVE_TUNNELS` (a variant such as
     ``"hmm-slow"`` resolves through :data:`VARIANT_CELLS`); ``seed`` is the training seed (None: the
@@ -126,83 +66,6 @@ def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int | None = 
     if seed is not None:
         kwargs["seed"] = seed
     return get_preset(base, arch, scale, **kwargs)
-
-
-def median_seed(tunnel: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The row of the median seed by the tunnel's threshold metric (the lower middle one of an even count);
-    seeds that tie on it (e.g. several at 100 % accuracy) are ranked by entropy MAE."""
-    metric, kind, _ = THRESHOLDS[tunnel]
-    ranked = sorted(rows, key=lambda r: (r[metric] if kind == "max" else -r[metric], r["entropy_mae_bits"]))
-    return ranked[(len(ranked) - 1) // 2]
-
-
-def seed_verdict(realised: Iterable[bool | None], share: float = SEED_SHARE) -> bool | None:
-    """Realised across seeds: at least ``share`` of them realise (None if none could be judged)."""
-    flags = [f for f in realised if f is not None]
-    return None if not flags else sum(flags) >= math.ceil(share * len(flags) - 1e-9)
-
-
-def passes_threshold(tunnel: str, metrics: Mapping[str, Any],
-                     thresholds: Mapping[str, tuple[str, str, float]] = THRESHOLDS) -> bool | None:
-    """Does a cell with these ``metrics`` pass the tunnel's threshold? None if the metric is missing."""
-    check_choice("tunnel", tunnel, sorted(thresholds))
-    metric, kind, value = thresholds[tunnel]
-    got = metrics.get(metric)
-    if got is None:
-        return None
-    return got <= value if kind == "max" else got >= value
-
-
-def compare_with_baselines(tunnel: str, metrics: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]],
-                           margin: float = MARGIN) -> dict[str, Any]:
-    """Does a cell beat the tunnel's reference baselines (:data:`REFERENCES`) by ``margin``?
-
-    ``baselines`` maps a baseline's name to its metrics (a row of :func:`reproduce`, or
-    ``EvalResult.to_dict()``). For each metric in :data:`REFERENCES`, the bar is the candidate with
-    the lowest value, and the cell must score ``<= margin x bar``. A metric the cell lacks (the
-    paper publishes no KL) is skipped. Returns ``beats`` (True, False, or None if no metric could be
-    compared), ``compared_with`` (the bars' baseline names), ``bars`` (metric -> {baseline, value})
-    and ``why`` (the failed comparisons, or "").
-    """
-    check_choice("tunnel", tunnel, sorted(REFERENCES))
-    bars, failed = {}, []
-    for metric, candidates in REFERENCES[tunnel].items():
-        present = [(baselines[c][metric], c) for c in candidates if baselines.get(c, {}).get(metric) is not None]
-        if not present:
-            raise ValueError(f"{tunnel}: no reference baseline for {metric} among {sorted(baselines)}; "
-                             f"need one of {', '.join(candidates)}")
-        value, name = min(present)
-        bars[metric] = {"baseline": name, "value": value}
-        got = metrics.get(metric)
-        if got is not None and not got <= margin * value:
-            failed.append(f"{METRIC_NAMES.get(metric, metric)} {got:.3g} > {margin:g} x {value:.3g} ({name})")
-    judged = [m for m in bars if metrics.get(m) is not None]
-    return {"beats": (not failed) if judged else None,
-            "compared_with": list(dict.fromkeys(bars[m]["baseline"] for m in bars)),
-            "bars": bars, "why": "; ".join(failed)}
-
-
-def realises(tunnel: str, metrics: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]] | None = None,
-             thresholds: Mapping[str, tuple[str, str, float]] = THRESHOLDS, margin: float = MARGIN) -> bool | None:
-    """Does a cell with these ``metrics`` realise the tunnel's primitive?
-
-    The rule: it passes the tunnel's threshold (:data:`THRESHOLDS`) and, given its ``baselines``
-    (name -> metrics), scores at most ``margin`` (half) of the strongest reference baseline lacking
-    the primitive (:data:`REFERENCES`) in both entropy MAE and KL (:func:`compare_with_baselines`;
-    a metric the cell lacks is not compared). Without ``baselines``: the threshold alone. None if the
-    threshold's metric is missing.
-    """
-    passed = passes_threshold(tunnel, metrics, thresholds)
-    if passed is None or baselines is None:
-        return passed
-    return passed and compare_with_baselines(tunnel, metrics, baselines, margin)["beats"] is not False
-
-
-def threshold_text(tunnel: str, thresholds: Mapping[str, tuple[str, str, float]] = THRESHOLDS) -> str:
-    """``"entropy MAE <= 0.1 bits"``, ``"accuracy >= 90 %"``."""
-    metric, kind, value = thresholds[tunnel]
-    op = "<=" if kind == "max" else ">="
-    return f"accuracy {op} {value:.0%}" if metric == "accuracy" else f"entropy MAE {op} {value:g} bits"
 
 
 def _paper_metrics(tunnel: str, arch: str) -> dict[str, float]:
@@ -358,6 +221,10 @@ def _model_row(tunnel: str, arch: str, preset: Any, scale: str, bases: Mapping[s
     why = [] if row["passes_threshold"] else [f"misses the threshold ({threshold_text(tunnel)})"]
     row["why_not"] = "; ".join(why + ([comparison["why"]] if comparison["why"] else []))
     row["paper_realises"] = realises(tunnel, _paper_metrics(tunnel, arch), bases) if paper else None
+    if tunnel in MAX_WINDOW:  # how far back the model reads, on the window ladder of the same episodes
+        row["equivalent_window"] = equivalent_window_of(row["entropy_mae_bits"], bases)
+        if not row["realises"] and row["passes_threshold"]:
+            row["why_not"] += f"; {look_back_text(row['equivalent_window'])}"
     row["seconds"] = time.perf_counter() - t0
     return row
 
@@ -406,7 +273,8 @@ def _baseline_rows(tunnel: str, config: Mapping[str, Any], scale: str, episodes:
              "metric": metric, "threshold": value, "target": None, "train_steps": 0, "episodes": 0,
              "train_time_s": 0.0, "per_position": res.per_position, "lacks": describe(name),
              "reference": name in references, "passes_threshold": None, "beats_baselines": None,
-             "compared_with": [], "realises": None, "why_not": "", "paper_realises": None, "seconds": seconds}
+             "compared_with": [], "realises": None, "why_not": "", "paper_realises": None, "seconds": seconds,
+             **({"equivalent_window": float(name.removeprefix("window-"))} if name.startswith("window-") else {})}
             for name, res in results.items()]
 
 
@@ -452,12 +320,17 @@ def format_primitives_table(rows: list[dict[str, Any]]) -> str:
             verdict += f" [{r['realised_seeds']}/{len(r['seeds'])} seeds; median seed {r['seed']}]"
         if r.get("compared_with"):
             verdict += f"  {r['why_not']}" if r.get("why_not") else f"  beats {', '.join(r['compared_with'])}"
+        if r.get("equivalent_window") is not None:
+            verdict += f"  [window-equivalent {r['equivalent_window']}]"
         lines.append(f"{start}{paper:>9}  {r['target']:<9}{episodes:>10}{took:>13}  {verdict}")
     lines.append("")
     tunnels = [t for t in PRIMITIVE_TUNNELS if any(r["tunnel"] == t for r in rows)]
     lines.append("realised when: " + "; ".join(f"{t} {threshold_text(t)}" for t in tunnels))
-    lines.append(f"  and entropy MAE and KL each <= {MARGIN:g} x the strongest exact baseline without the primitive: "
-                 + "; ".join(f"{t}: {_reference_text(t)}" for t in tunnels))
+    lines.append("  and entropy MAE and KL each <= the cell's margin x the strongest exact baseline without the "
+                 "primitive: " + "; ".join(f"{t}: {MARGINS[t]:g} x {_reference_text(t)}" for t in tunnels))
+    if any(t in MAX_WINDOW for t in tunnels):
+        lines.append("  transport: below every window filter listed, the longest (near-exact) one included; a cell "
+                     "between two windows reads about that far back (its equivalent window)")
     if any(r.get("seeds") for r in models):
         lines.append(f"  over seeds: at least {SEED_SHARE:.0%} of a cell's training seeds realise; numbers of the median seed")
     lines.append("  paper: the same rule on the published number alone (entropy MAE, or recall accuracy; no KL is "
@@ -473,3 +346,11 @@ def format_primitives_table(rows: list[dict[str, Any]]) -> str:
                  f"MAE in bits, or % accuracy on recalled keys for recall; soft targets: trained on the exact "
                  f"posterior; episodes: training episodes seen)")
     return "\n".join(lines)
+
+
+# The verdict rule lives in bwt_lite.verdicts; its names stay importable from here, where the table uses them.
+__all__ = ["HMM_MAX_WINDOW", "HOW_MATCHED", "MARGIN", "MARGINS", "MAX_WINDOW", "METRIC_NAMES", "PRIMITIVES",
+           "PRIMITIVE_TUNNELS", "REFERENCES", "SEED_SHARE", "THRESHOLDS", "VARIANT_CELLS", "capacity_table",
+           "cell_preset", "compare_with_baselines", "equivalent_window_of", "format_capacity_table",
+           "format_primitives_table", "median_seed", "passes_threshold", "realises", "reproduce", "seed_verdict",
+           "threshold_text"]

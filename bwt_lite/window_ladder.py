@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from .verdicts import equivalent_window, look_back_text, realises
+
 # Seeds x peak learning rates of the lite transformer on the slow-mixing HMM, scored beside the ladder
 # (written by experiments/hmm_lr_sweep.py --variant slow; rendered in chapter 6)
 SLOW_SEEDS_FILE = Path(__file__).parent / "data" / "hmm_slow_seeds.json"
@@ -50,7 +52,11 @@ def load_slow_seeds(path: Path | str = SLOW_SEEDS_FILE) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run experiments/hmm_lr_sweep.py --variant slow to create it")
-    return json.loads(path.read_text())
+    sweep = json.loads(path.read_text())
+    cell = "hmm-slow" if sweep.get("variant") == "slow" else "hmm"
+    # each run judged by the rule as it is now, against the windows stored beside the runs
+    sweep["runs"] = [dict(r, realises=bool(realises(cell, r, sweep["windows"]))) for r in sweep["runs"]]
+    return sweep
 
 
 def load_mamba_sweep(path: Path | str = MAMBA_SWEEP_FILE) -> dict[str, Any]:
@@ -101,3 +107,8 @@ def windows_of(sweep: dict[str, Any], metric: str = "entropy_mae_bits") -> tuple
     """The window ladder stored in a seed sweep: (w values, ``metric`` values)."""
     ws = sorted(int(name.removeprefix("window-")) for name in sweep["windows"])
     return ws, [sweep["windows"][f"window-{w}"][metric] for w in ws]
+
+
+# equivalent_window and look_back_text are the rule's (bwt_lite.verdicts), importable from here with the ladder
+__all__ = ["METRIC_LABELS", "equivalent_window", "ladder", "load_mamba_sweep", "load_position_runs", "load_slow_seeds",
+           "look_back_text", "position_rows", "window_equivalent", "windows_of"]

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         base = cell_preset(tunnel, arch, "lite")
         base = replace(base, train=replace(base.train, **smoke(change, args.steps)))
         windows = MAX_WINDOW.get(tunnel, HMM_MAX_WINDOW)
-        bases = {name: r.to_dict() for name, r in evaluate_baselines(make_tunnel(**base.tunnel), episodes=args.episodes,
-                                                                     max_window=windows).items()}
+        bases = {name: {k: r.to_dict()[k] for k in ("entropy_mae_bits", "kl_bits", "accuracy")} for name, r in
+                 evaluate_baselines(make_tunnel(**base.tunnel), episodes=args.episodes, max_window=windows).items()}
         runs = []
         for seed in args.seeds:
             preset = replace(base, train=replace(base.train, seed=seed))
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(threads) != 1:
             raise SystemExit(f"{spec}: seeds trained at different thread counts {sorted(threads)}; "
                              "use one --cache per count")
-        cells.append({"tunnel": tunnel, "arch": arch, "name": base.name, "change": args.change or "",
+        cells.append({"tunnel": tunnel, "arch": arch, "name": base.name, "change": args.change or "", "baselines": bases,
                       "threads": threads.pop(), "steps": base.train.steps,
                       "batch_size": base.train.batch_size, "train_episodes": base.train.steps * base.train.batch_size,
                       "realises": bool(seed_verdict(r["realises"] for r in runs)),

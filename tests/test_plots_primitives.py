@@ -63,3 +63,10 @@ def test_primitives_widget_builds_and_checks_its_tunnel():
     with pytest.raises(ValueError, match="no cells"):
         primitives_widget([])
     plt.close("all")
+
+
+def test_every_architecture_has_its_own_colour():
+    from bwt_lite.models import ARCHS
+    from bwt_lite.plotting.style import ARCH_COLORS
+
+    assert set(ARCHS) <= set(ARCH_COLORS) and len(set(ARCH_COLORS.values())) == len(ARCH_COLORS)

@@ -87,7 +87,7 @@ def test_reproduce_rows_train_missing_then_load(tiny):
         names = baseline_names(make_tunnel(**reproduce.cell_preset(t, "mlp").tunnel), reproduce.MAX_WINDOW.get(t, 4))
         assert [r["arch"] for r in everything if r["tunnel"] == t] == list(ARCHS) + names
     assert list(bases["hmm"]) == [f"window-{w}" for w in range(5)]
-    assert list(bases["hmm-slow"]) == [f"window-{w}" for w in range(9)]
+    assert list(bases["hmm-slow"]) == [f"window-{w}" for w in range(13)]
     assert reproduce.cell_preset("hmm-slow", "mlp").tunnel["variant"] == "slow"
     assert make_tunnel(**reproduce.cell_preset("hmm-slow", "mlp").tunnel).K == 30
     for r in rows:
@@ -114,7 +114,12 @@ def test_reproduce_rows_train_missing_then_load(tiny):
     assert tiny[-1] == "recall-lstm-lite" and len(tiny) == len(rows) + 1
     table = reproduce.format_primitives_table(everything)
     assert "realised when: bijection entropy MAE <= 0.1 bits" in table and "recall accuracy >= 90%" in table
-    assert "each <= 0.5 x the strongest exact baseline" in table and "best of window-0, window-1, window-2" in table
+    assert "each <= the cell's margin x the strongest exact baseline" in table and "bijection: 0.5 x " in table
+    assert "hmm: 1 x best of window-0, window-1, window-2, window-3, window-4" in table and "equivalent window" in table
+    hmm_rows = [r for r in everything if r["tunnel"].startswith("hmm")]
+    assert all("equivalent_window" in r for r in hmm_rows)  # models and windows alike
+    assert all(r["equivalent_window"] == float(r["arch"].removeprefix("window-")) for r in hmm_rows
+               if r["kind"] == "baseline")
     for arch in ARCHS:
         assert f"  {arch:<12} ours:" in table
     assert table.count("  exact baseline") == sum(len(b) for b in bases.values())
@@ -133,7 +138,7 @@ def test_cli_reproduce_json_and_table(tiny, capsys):
     base = {(r["tunnel"], r["arch"]): r for r in rows if r["kind"] == "baseline"}
     assert len(models) == len(ARCHS) * len(reproduce.PRIMITIVE_TUNNELS)
     assert {a for _, a in base} == {"reader-no-binding", "prior", "one-pair", "right-entropy"} | {
-        f"window-{w}" for w in range(9)}
+        f"window-{w}" for w in range(13)}
     assert len(base) == 2 + 5 + 9 + 2 + 2  # bijection, hmm (windows 0-4), hmm-slow (0-8), recall, regression
     for r in base.values():
         assert r["params"] == 0 and r["episodes"] == 0 and r["realises"] is None and r["paper_value"] is None

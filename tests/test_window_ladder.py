@@ -31,6 +31,18 @@ def test_window_equivalent_places_a_value_on_the_ladder():
     assert window_equivalent(0.05, ws, values) == "below window-2"
 
 
+def test_equivalent_window_interpolates_on_the_ladder():
+    from bwt_lite.window_ladder import equivalent_window, look_back_text
+
+    ws, values = [0, 1, 2, 3], [0.4, 0.2, 0.1, 0.05]
+    assert equivalent_window(0.2, ws, values) == 1.0 and equivalent_window(0.5, ws, values) == 0.0
+    assert equivalent_window(0.1414, ws, values) == 1.5  # halfway in the log of the error
+    assert equivalent_window(0.01, ws, values) == "> 3"
+    assert look_back_text(1.5) == "a look-back of about 1.5 symbols" and "more than 3 symbols" in look_back_text("> 3")
+    with pytest.raises(ValueError):
+        equivalent_window(0.1, [0, 1], [0.2])
+
+
 def test_plot_has_both_metrics_and_the_model_lines():
     fig = plot_window_ladder(_rows(), "hmm-slow")
     a, b = fig.axes[:2]
@@ -55,7 +67,7 @@ def test_seed_sweep_windows_and_curves(tmp_path):
     fig = plot_seed_curves(_sweep())
     assert [ax.get_title() for ax in fig.axes] == ["peak learning rate 0.002", "peak learning rate 0.001"]
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
-    assert labels == ["seed 0", "seed 1", "window-4", "0.5 x window-4"]
+    assert labels == ["seed 0", "seed 1", "window-4"]  # the windows the sweep has among 4, 8 and 12
     assert fig.axes[0].get_lines()[2].get_ydata()[0] == 0.08
     with pytest.raises(FileNotFoundError, match="hmm_lr_sweep.py --variant slow"):
         load_slow_seeds(tmp_path / "missing.json")

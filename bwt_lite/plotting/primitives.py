@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..window_ladder import METRIC_LABELS, ladder, windows_of
-from .style import ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
+from .style import ARCH_COLORS, ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
 
 
 def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence[str] | None = None,
@@ -105,24 +105,25 @@ def primitives_widget(rows: list[dict], tunnel: str | None = None, error: bool =
         error=ipywidgets.Checkbox(value=error, description="entropy error instead of entropy"))
 
 
-def plot_seed_curves(sweep: dict[str, Any], *, window: int = 4, margin: float = 0.5) -> Figure:
+def plot_seed_curves(sweep: dict[str, Any], *, windows: Sequence[int] = (4, 8, 12)) -> Figure:
     """Held-out entropy MAE over training, one line per run of a seed sweep
     (:func:`bwt_lite.window_ladder.load_slow_seeds`), one panel per peak learning rate, log scale;
-    the ``window``-symbol filter and ``margin`` times it (the bar for "realises") as dotted lines.
+    the window filters of ``windows`` symbols as dotted lines (the longest listed is the bar of
+    transport: a run below it reads further back than any window).
 
     Used in chapter 6.
     """
     lrs = list(dict.fromkeys(r["lr"] for r in sweep["runs"]))
     ws, values = windows_of(sweep)
-    bar = values[ws.index(window)]
+    shown = [w for w in windows if w in ws]
     fig, axes = panels(len(lrs), height=3.2, sharey=True)
     axes = np.atleast_1d(axes)
     for ax, lr in zip(axes, lrs):
         for r in (r for r in sweep["runs"] if r["lr"] == lr):
             steps = [h["step"] for h in r["history"]]
             ax.plot(steps, [h["entropy_mae_bits"] for h in r["history"]], marker=".", label=f"seed {r['seed']}")
-        ax.axhline(bar, color="k", linestyle=":", label=f"window-{window}")
-        ax.axhline(margin * bar, color="k", linestyle="--", label=f"{margin:g} x window-{window}")
+        for i, w in enumerate(shown):
+            ax.axhline(values[ws.index(w)], color="k", linestyle=(":", "-.", "--")[i % 3], lw=1, label=f"window-{w}")
         ax.set_yscale("log")
         ax.set_xlabel("training step")
         ax.set_title(f"peak learning rate {lr:g}")
@@ -144,11 +145,11 @@ def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any
     models = [r for r in rows if r["tunnel"] == tunnel and r.get("kind", "model") == "model"]
     if axes is None:
         _, axes = panels(2, height=3.4)
-    colors = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
+    colors = ARCH_COLORS
     for ax, metric in zip(axes, METRIC_LABELS):
         ax.plot(ws, values[metric], "ko-", label="window-w filter (exact, no state)")
         for r in models:
-            ax.axhline(r[metric], color=colors.get(r["arch"], "C1"), linestyle="--", label=r["arch"])
+            ax.axhline(r[metric], color=colors[r["arch"]], linestyle="--", label=r["arch"])
         ax.set_yscale("log")
         ax.set_xlabel("window w (symbols the filter reads)")
         ax.set_ylabel(METRIC_LABELS[metric])

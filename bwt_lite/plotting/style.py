@@ -23,6 +23,9 @@ BAYES_COLOR = "#1f77b4"  # the exact posterior
 FORMULA_COLOR = "#d62728"  # a closed-form reference
 ELIMINATED_COLOR = "#7f7f7f"  # hypotheses ruled out by the evidence
 MARGINAL_COLOR = "#ff7f0e"  # what a model that cannot look back can do
+# One colour per architecture in every figure that compares them (an architecture missing here is an error,
+# not a silent fallback: tests/test_plots_primitives.py checks that every one of bwt_lite.models.ARCHS has one).
+ARCH_COLORS = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
 
 
 def as_numpy(x: Any) -> np.ndarray:

@@ -100,6 +100,33 @@ class Episodes:
         return Episodes(**out)
 
 
+@dataclass(frozen=True)
+class Card:
+    """What the primitives table and the scorecard need to know about one tunnel (or one variant of it,
+    a cell of that table of its own), in one place beside the tunnel's class.
+
+    A model *realises* the primitive when its held-out score passes ``threshold`` (metric, ``"max"`` or
+    ``"min"``, value) **and**, in each metric of ``references``, scores at most ``margin`` times the
+    strongest (lowest) of those exact baselines, which lack the primitive. ``max_window``: the top of
+    the window-filter ladder on an HMM-like tunnel (the longest window the tables list and the bar
+    of transport), else None.
+    """
+
+    primitive: str
+    threshold: tuple[str, str, float]
+    references: dict[str, tuple[str, ...]]
+    margin: float = 0.5
+    max_window: int | None = None
+    variant: str | None = None  # the tunnel variant of this cell (None: the tunnel's default)
+    why: str = ""  # the reasons for the threshold and the bar, for the reader of the code
+
+
+def window_references(top: int) -> dict[str, tuple[str, ...]]:
+    """The references of a transport cell: every window filter of 0..``top`` symbols, in both metrics."""
+    names = tuple(f"window-{w}" for w in range(top + 1))
+    return {"entropy_mae_bits": names, "kl_bits": names}
+
+
 class Tunnel:
     """Base class: subclasses set the class attributes and implement :meth:`sample`."""
 
@@ -108,6 +135,7 @@ class Tunnel:
     variants: ClassVar[tuple[str, ...]] = ("default",)
     length_arg: ClassVar[str | None] = None  # constructor argument that sets the episode length (eval --length)
     accuracy_on: ClassVar[str] = "all"  # "all" positions, or "certain": where Bayes is a point mass (recall)
+    cards: ClassVar[dict[str, Card]] = {}  # the primitives table's cells of this tunnel, by cell name
 
     # Filled in by subclasses' __init__:
     seq_len: int  # T, tokens per episode

@@ -19,11 +19,10 @@ a header of 3 + S*S + S*O tokens (53 for S = O = 5), then K (OBS, symbol) pairs;
 Variant ``"slow"``: a chain that forgets slowly, so that filtering must carry the belief across
 many steps (a window of the last few symbols is not enough). Each state keeps itself with
 probability drawn within 2 hundredths of the most the 0.05 floor allows (``1 - 0.05 (S - 1)``;
-0.88-0.90 for S = 3, then 0.83-0.90 after the floor and rounding, median 0.87) and moves to the
-others in Dirichlet(1) shares of the rest; emission rows are 0.2 of the uniform plus 0.8 of a Dirichlet(1) row (noisier symbols). The
-floor, rounding and tokens are the default's. With S = 3, O = 5, K = 30 (its preset) the exact
-filter of the last 8 symbols alone is still 0.016 bits from the full filter, against 0.0001 on the
-default variant.
+0.88-0.90 for S = 3, then 0.83-0.90 after the floor and rounding, median 0.87) and moves to the others
+in Dirichlet(1) shares of the rest; emission rows are 0.2 of the uniform plus 0.8 of a Dirichlet(1) row.
+Floor, rounding and tokens are the default's. With S = 3, O = 5, K = 30 (its preset) the exact filter of
+the last 8 symbols is still 0.016 bits from the full filter (0.0001 on the default variant).
 
 The prediction positions are the K symbol tokens. At symbol t the exact answer is the filtering
 posterior p(s_t | o_0..o_t) over the S hidden states (:func:`forward_filter`, float64); the
@@ -39,7 +38,7 @@ import torch
 from torch import Tensor
 
 from ..arguments import check_choice, check_int
-from .base import Episodes, Tunnel, check_size
+from .base import Card, Episodes, Tunnel, check_size, window_references
 
 FLOOR_HUNDREDTHS = 5  # every probability is at least 0.05
 MAX_DIM = 20  # S, O <= 20 so that a row of S (or O) floors of 0.05 fits in 1.00
@@ -345,7 +344,10 @@ class HMM(Tunnel):
     kind = "categorical"
     variants = ("default", "slow")
     length_arg = "K"  # observations per episode (K = 30, 50 for length generalisation)
-
+    # Transport: below every window listed, the longest (0.0026 bits at 4 symbols; 0.0039 at 12 on the slow
+    # HMM) included. Thresholds: half the MLP control's 0.41 bits; half the slow HMM's uniform plateau (0.37).
+    cards = {"hmm": Card("transport", ("entropy_mae_bits", "max", 0.2), window_references(4), 1.0, 4),
+             "hmm-slow": Card("transport", ("entropy_mae_bits", "max", 0.18), window_references(12), 1.0, 12, "slow")}
     TRANS, EMIT, SEP, OBS = 96, 97, 98, 99
     SYMBOL0 = 100  # symbol o has token SYMBOL0 + o
 

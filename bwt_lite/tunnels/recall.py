@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from ..arguments import check_choice, check_int
-from .base import Episodes, Tunnel, check_size
+from .base import Card, Episodes, Tunnel, check_size
 
 
 # Largest V whose posterior rows are tabulated ((V + 1) x V float64: 264 KiB at V = 181).
@@ -61,6 +61,11 @@ class Recall(Tunnel):
     variants = ("default", "mqar")
     length_arg = "L"  # episode length of the default variant (mqar's is set by n_pairs, gap, n_queries)
     accuracy_on = "certain"  # top-1 accuracy is scored on recalls: point-mass posteriors (seen keys)
+    cards = {"recall": Card(
+        "binding", ("accuracy", "min", 0.9),
+        {"entropy_mae_bits": ("prior", "reader-no-binding"), "kl_bits": ("prior", "reader-no-binding")},
+        why="90 % top-1 on recalled keys (chance is 1/16; the paper: transformer 100 %, Mamba 97.8 %, LSTM 0.5 %); "
+            "the reader-no-binding knows the revealed values but not which key holds which")}
 
     def __init__(self, V: int = 16, L: int = 32, variant: str = "default",
                  n_pairs: int = 8, gap: int = 0, n_queries: int = 8):

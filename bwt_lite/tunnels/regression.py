@@ -45,7 +45,7 @@ import torch
 from torch import Tensor
 
 from ..arguments import check_choice, check_float_tensor, check_int
-from .base import Episodes, Tunnel, check_size
+from .base import Card, Episodes, Tunnel, check_size
 
 # Elements of one (B, chunk, d, d) float64 block of prefix statistics in Regression.posterior: the
 # positions are processed in chunks so memory stays bounded (32 MiB a block) for large d and N.
@@ -141,6 +141,11 @@ class Regression(Tunnel):
     kind = "gaussian"
     variants = ("pairs", "interleaved")
     length_arg = "N"
+    cards = {"regression": Card(
+        "continuous accumulation", ("entropy_mae_bits", "max", 0.25),
+        {"entropy_mae_bits": ("prior", "one-pair"), "kl_bits": ("prior", "one-pair")},
+        why="a quarter of a bit (the MLP control sits near 1.16); one-pair is the exact predictive from the most "
+            "recent pair alone")}
 
     def __init__(self, d: int = 4, N: int = 16, tau: float = 1.0, sigma: float = 0.5, variant: str = "pairs"):
         self.d = check_int("d", d, 1)
