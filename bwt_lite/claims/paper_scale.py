@@ -19,9 +19,11 @@ import torch
 from ..presets import Preset
 from ..store.checkpoint import load_checkpoint
 from ..store.files import read_json
+from ..verdicts import MAX_WINDOW, PRIMITIVES, compare_with_baselines, equivalent_window_of, look_back_text, realises
 from .catalogue import FULL, Budget, Claim
 from .cells import headline_row, hmm_transformer_row, recall_transformer_row, rows_length
 from .context import Context
+from .rules import cell_verdict
 from .geometry import row_belief_probes, row_layer_ablation, row_qk_sharpening, row_value_manifold, rows_frame
 
 PAPER_SCALE_FILE = Path(__file__).resolve().parent.parent / "data" / "paper_scale.json"
@@ -138,9 +140,37 @@ def _carried(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_paper_scale(path: Path | str = PAPER_SCALE_FILE) -> dict[str, Any] | None:
-    """The recorded paper-scale measurement (:func:`measure`'s dict and the command), or None if none is shipped."""
+    """The recorded paper-scale measurement (:func:`measure`'s dict and the command), or None if none is shipped;
+    every architecture-cell row judged again by the rule as it is now (:func:`rejudged`)."""
     path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
+    if not path.exists():
+        return None
+    recorded = json.loads(path.read_text())
+    return {**recorded, "claims": [rejudged(r) for r in recorded["claims"]]}
+
+
+def rejudged(row: dict[str, Any]) -> dict[str, Any]:
+    """An architecture-cell row (it stores ``ours``, the exact ``baselines`` and what the paper claims) judged
+    again by :func:`bwt_lite.verdicts.realises` as it is now, so that a stricter rule never leaves a stale
+    verdict in the record; other rows, and rows the rule still judges the same, are returned unchanged."""
+    d = row.get("details") or {}
+    tunnels = sorted(tunnels_of([row["id"]]))
+    if not {"ours", "baselines", "paper_succeeds", "ours_realises"} <= set(d) or len(tunnels) != 1:
+        return row
+    tunnel = tunnels[0]
+    now = bool(realises(tunnel, d["ours"], d["baselines"]))
+    if now == d["ours_realises"]:
+        return row
+    size = bool(d.get("size_holds")) and d.get("second_size_holds") is not False
+    why = compare_with_baselines(tunnel, d["ours"], d["baselines"])["why"]
+    looks = ""
+    if tunnel in MAX_WINDOW:
+        looks = f"; {look_back_text(equivalent_window_of(d['ours']['entropy_mae_bits'], d['baselines']))}"
+    return {**row, "verdict": cell_verdict(d["paper_succeeds"], now if d["paper_succeeds"] else
+                                           d.get("ours_passes_threshold", now), size),
+            "reason": (f"judged again by the rule as it is now: {'realises' if now else 'does not realise'} "
+                       f"{PRIMITIVES[tunnel]}{': ' + why if why else ''}{looks} (first recorded: {row['reason']})"),
+            "details": {**d, "ours_realises": now, "rejudged": True}}
 
 
 def recorded_rows(path: Path | str = PAPER_SCALE_FILE, recorded: dict[str, Any] | None = None) -> list[Claim]:
