@@ -173,6 +173,10 @@ class ManifoldResult:
     scores: Tensor = field(repr=False)  # (N, 2) PC1, PC2 coordinates of every point
     entropy: Tensor = field(repr=False)  # (N,) Bayes entropy of every point
     position: Tensor = field(repr=False)  # (N,)
+    # position controlled: PCA of the representation minus its position's mean (what varies between episodes
+    # at one position), PC1's variance fraction and |Pearson r| with the entropy minus its position's mean
+    pc1_within_position: float = float("nan")
+    within_position_r: float = float("nan")
 
     @property
     def pc1(self) -> float:
@@ -182,7 +186,8 @@ class ManifoldResult:
         return {"pc1": self.pc1, "pc1_pc2": sum(self.explained[:2]), "pearson_r": self.pearson_r,
                 "spearman_r": self.spearman_r, "r2": self.r2, "r2_pc1": self.r2_pc1, "position_r2": self.position_r2,
                 "r2_within_position": self.r2_within_position, "pc1_position_means": self.pc1_position_means,
-                "position_means_r": self.position_means_r, "pc1_single_episode": self.pc1_single_episode}
+                "position_means_r": self.position_means_r, "pc1_single_episode": self.pc1_single_episode,
+                "pc1_within_position": self.pc1_within_position, "within_position_r": self.within_position_r}
 
 
 def _position_means(y: Tensor, pos: Tensor, n_pos: int) -> Tensor:
@@ -219,7 +224,11 @@ def manifold_of(rep: Representation, ridge: float = 1e-6, k: int = 5) -> Manifol
     single = [pca(rep.x[rep.episode == e], 1).explained[0] for e in range(min(n_ep, 64))] if n_pos >= 2 else []
     scores = p.scores[:, :2].clone()
     scores[:, 0] *= sign
-    return ManifoldResult(explained=p.explained, pearson_r=sign * pearson(pc1, h), spearman_r=sign * spearman(pc1, h),
+    centred = rep.x - pos_means[rep.position]
+    h_dev = h - _position_means(h, rep.position, n_pos)[rep.position]
+    pw = pca(centred, 1)
+    within_r = abs(pearson(pw.scores[:, 0], h_dev)) if h_dev.abs().max().item() > 1e-12 else float("nan")
+    return ManifoldResult(pc1_within_position=pw.explained[0], within_position_r=within_r,explained=p.explained, pearson_r=sign * pearson(pc1, h), spearman_r=sign * spearman(pc1, h),
                           r2=r2, r2_pc1=r2_pc1, position_r2=position_r2, r2_within_position=within,
                           pc1_position_means=pm.explained[0] if pm else float("nan"),
                           position_means_r=abs(pearson(pm.scores[:, 0], _position_means(h, rep.position, n_pos)))

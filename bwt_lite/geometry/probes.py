@@ -166,5 +166,44 @@ def probe_layers(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 1024, s
                        test_episodes=episodes - half, n_points=int(y_fit.shape[0]))
 
 
-__all__ = ["PROBE_TARGETS", "ProbeResult", "Ridge", "collect_hooks", "heldout_r2", "probe_layers", "r2_score",
+def probe_window_beliefs(tunnel: Tunnel, windows: tuple[int, ...] = (1, 2), episodes: int = 1024, seed: int = 0,
+                         ridge: float = 1e-6, batch_size: int = 256, target: str = "posterior") -> dict[str, float]:
+    """The baseline of an HMM probe: held-out R^2 of a ridge probe from the exact belief of the last ``w``
+    symbols alone (a window filter, :func:`bwt_lite.baselines.window_filter`) to the exact posterior (or its
+    entropy, ``target="entropy"``), on the episodes and split :func:`probe_layers` uses. A model's
+    representation carries more than a short look-back only where its probe beats these: ``{"window-w": R^2}``.
+    For the entropy the probe reads ``p``, ``log p`` and ``p log p`` of the window's belief, so that the
+    window belief's own entropy is a linear function of its input (a model's wide representation can
+    compute such features; the bare belief cannot give a linear probe its entropy)."""
+    check_choice("target", target, PROBE_TARGETS)
+    from ..baselines import window_filter
+
+    check_int("episodes", episodes, 4)
+    gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
+    feats: dict[int, list[Tensor]] = {w: [] for w in windows}
+    probs: list[Tensor] = []
+    left = episodes
+    while left > 0:
+        n = min(batch_size, left)
+        ep = tunnel.sample(n, gen)
+        for w in windows:
+            belief = window_filter(tunnel, ep, w).double().cpu()
+            if target == "entropy":
+                logs = belief.clamp_min(1e-300).log()
+                belief = torch.cat([belief, logs, belief * logs], dim=-1)
+            feats[w].append(belief)
+        probs.append(ep.probs.cpu())
+        left -= n
+    y, half = torch.cat(probs), episodes // 2
+    if target == "entropy":
+        y = entropy_bits(y).unsqueeze(-1)
+    out = {}
+    for w in windows:
+        x = torch.cat(feats[w])
+        out[f"window-{w}"] = heldout_r2(x[:half].flatten(0, 1), y[:half].flatten(0, 1), x[half:].flatten(0, 1),
+                                        y[half:].flatten(0, 1), ridge)
+    return out
+
+
+__all__ = ["PROBE_TARGETS", "ProbeResult", "probe_window_beliefs", "Ridge", "collect_hooks", "heldout_r2", "probe_layers", "r2_score",
            "residual_layers", "ridge_fit"]
