@@ -10,6 +10,7 @@ the lite rows). ``experiments/paper_scale_claims.py`` writes the file.
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -23,7 +24,7 @@ from ..verdicts import MAX_WINDOW, PRIMITIVES, compare_with_baselines, equivalen
 from .catalogue import FULL, Budget, Claim
 from .cells import headline_row, hmm_transformer_row, recall_transformer_row, rows_length
 from .context import Context
-from .rules import cell_verdict
+from .rules import PARTLY, REPRODUCED, cell_verdict
 from .geometry import row_belief_probes, row_layer_ablation, row_qk_sharpening, row_value_manifold, rows_frame
 
 PAPER_SCALE_FILE = Path(__file__).resolve().parent.parent / "data" / "paper_scale.json"
@@ -126,6 +127,32 @@ def measure(directory: Path | str, device: str | torch.device = "cpu", budget: B
     return result
 
 
+@functools.lru_cache(maxsize=4)
+def _window_probes(episodes: int) -> tuple[tuple[str, float], ...]:
+    from ..geometry.probes import probe_window_beliefs
+    from ..presets import get_preset
+    from ..tunnels import make_tunnel
+
+    tunnel = make_tunnel(**get_preset("hmm", "transformer", "paper").tunnel)
+    return tuple(probe_window_beliefs(tunnel, (1, 2), episodes=episodes, seed=0).items())
+
+
+def _rejudged_probes(row: dict[str, Any]) -> dict[str, Any]:
+    """A belief-probes row recorded before the rule compared it with the same probe on the exact belief of the
+    last 1 and 2 symbols: that baseline needs no model, so it is measured now and the verdict judged again."""
+    d = row["details"]
+    windows = dict(_window_probes(int(d.get("episodes", 1024))))
+    best = max(windows, key=windows.get)
+    final = d["hmm"]["r2"][-1]
+    if final > windows[best] or row["verdict"] != REPRODUCED:
+        return row
+    return {**row, "verdict": PARTLY,
+            "reason": (f"judged again by the rule as it is now: the HMM model's final R^2 {final:.2f} does not beat "
+                       f"the same probe on the exact belief of the last symbols alone ("
+                       + ", ".join(f"{w} {v:.2f}" for w, v in windows.items()) + f"; first recorded: {row['reason']})"),
+            "details": {**d, "window_probes": windows, "beats_window_probes": False, "rejudged": True}}
+
+
 CARRIED_NOTE = ("measured in an earlier GPU window on the shorter runs listed as earlier (no model of every tunnel "
                 "it needs has been trained on the full schedule yet)")
 
@@ -154,6 +181,8 @@ def rejudged(row: dict[str, Any]) -> dict[str, Any]:
     again by :func:`bwt_lite.verdicts.realises` as it is now, so that a stricter rule never leaves a stale
     verdict in the record; other rows, and rows the rule still judges the same, are returned unchanged."""
     d = row.get("details") or {}
+    if row["id"] == "belief-probes" and "window_probes" not in d and "hmm" in d:
+        return _rejudged_probes(row)
     tunnels = sorted(tunnels_of([row["id"]]))
     if not {"ours", "baselines", "paper_succeeds", "ours_realises"} <= set(d) or len(tunnels) != 1:
         return row
