@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .checkpoints import load_or_train
+from .checkpoints import checkpoint_dir, load_checkpoint, load_or_train, train_and_save
 from .evaluate import evaluate
 from .presets import Preset, get_preset
 from .reproduce import THRESHOLDS
@@ -119,15 +119,22 @@ def sweep_presets(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, wi
 
 
 def run_sweep(pairs: Iterable[int] = PAIRS, archs: Iterable[str] = ARCHS, widths: Iterable[int] = WIDTHS, *,
-              steps: int = STEPS, episodes: int = 1024, jobs: int = 1,
+              steps: int = STEPS, episodes: int = 1024, jobs: int = 1, root: Path | None = None,
               log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Train (into the cache; ``jobs`` at a time on the CPU) and evaluate every cell; one row per cell."""
+    """Train (into ``root``, else the cache; ``jobs`` at a time on the CPU) and evaluate every cell; one row
+    per cell. A cell already trained there is loaded, verified, not trained again."""
     presets = sweep_presets(pairs, archs, widths, steps)
     if jobs > 1:
-        train_presets(presets, jobs=jobs, log=log)
+        train_presets(presets, jobs=jobs, root=root, log=log)
     rows = []
     for p in presets:
-        model, meta = load_or_train(p, progress=False, download=False, log=log)
+        folder = checkpoint_dir(p, root)
+        if root is not None and (folder / "checkpoint.json").exists():
+            model, meta = load_checkpoint(folder, p)
+        elif root is not None:
+            model, meta = train_and_save(p, progress=False, root=root, log=log)
+        else:
+            model, meta = load_or_train(p, progress=False, download=False, log=log)
         res = evaluate(model, make_tunnel(**p.tunnel), episodes=episodes, seed=0)
         rows.append({"arch": sweep_arch(p), "n_pairs": p.tunnel["n_pairs"], "d_model": p.model.d_model,
                      "n_layers": p.model.n_layers, "params": model.n_params, "state_numbers": state_numbers(p),

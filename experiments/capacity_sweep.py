@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bwt_lite import capacity
 
-from _common import shown_args
+from _common import RESULTS, shown_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,8 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--archs", nargs="+", choices=capacity.ARCHS, default=list(capacity.ARCHS),
                    help="architectures to train (default: all)")
     p.add_argument("--append", action="store_true", help="add these rows to those already in --out")
+    p.add_argument("--pairs", nargs="+", type=int, default=list(capacity.PAIRS), help="stored pairs per cell")
+    p.add_argument("--widths", nargs="+", type=int, default=list(capacity.WIDTHS), help="d_model of each cell")
+    p.add_argument("--root", type=Path, default=RESULTS / "checkpoints",
+                   help="checkpoint folder of these runs (never your cache)")
     args = p.parse_args(argv)
-    rows = capacity.run_sweep(archs=args.archs, steps=args.steps, episodes=args.episodes, jobs=args.jobs)
+    rows = capacity.run_sweep(args.pairs, args.archs, args.widths, steps=args.steps, episodes=args.episodes,
+                              jobs=args.jobs, root=args.root)
     words = shown_args(argv if argv is not None else sys.argv[1:], files=("--out",))
     command = ("python experiments/capacity_sweep.py " + " ".join(words)).strip()
     if args.append and Path(args.out).exists():
