@@ -7,7 +7,7 @@ STAMP := $(VENV)/.bwt-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: venv book test bench notebooks stress links release clean constraints
+.PHONY: venv book test check bench notebooks stress links release clean constraints
 
 # Seconds one notebook cell may run in tests and in the book build before it fails: the slowest
 # chapter cell takes under two minutes on 2 CPU cores, so a stalled kernel fails within minutes.
@@ -58,6 +58,11 @@ test: venv
 	$(call timed,OMP_NUM_THREADS=1 $(BIN)/python tests/retry_stalls.py test -n 2 --dist loadfile --nbval-lax \
 	    --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) --durations=10 \
 	    --nbval-sanitize-with=tests/sanitize.cfg,test)
+
+# The unit tests alone (tests/, no chapter executed), a few minutes: what .github/workflows/check.yml runs on
+# every push. `make test` (the chapters too) is what CI and a submission must pass.
+check: venv
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -n 2 --dist loadfile -p no:nbval --durations=5
 
 bench: venv
 	$(BIN)/bwt bench

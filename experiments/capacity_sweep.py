@@ -7,7 +7,7 @@ episodes each, ending at the first held-out evaluation with 99 % accuracy (bwt_l
 
     python experiments/capacity_sweep.py --jobs 2
     python experiments/capacity_sweep.py --archs transformer+alibi --append   # add one architecture's rows
-    python experiments/capacity_sweep.py --steps 20 --out /tmp/smoke.json   # a smoke run, seconds
+    python experiments/capacity_sweep.py --steps 20 --pairs 4 --widths 64 --out /tmp/smoke.json   # a smoke run, seconds
 """
 from __future__ import annotations
 

@@ -79,3 +79,10 @@ def test_notebook_tests_are_scheduled_and_run_nbval_on_every_chapter():
     pinned = next(m for m in matrix if m["versions"] == "pinned")
     assert "-c constraints.txt" in pinned["constraints"] and "torch==2.13.0" in pinned["torch"]
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
+
+
+def test_the_unit_tests_run_on_every_push():
+    wf = load("check.yml")
+    assert "push" in wf["on"] and "pull_request" in wf["on"]
+    assert "make check" in runs(wf, "units") and "torch==2.13.0" in runs(wf, "units")
+    assert re.search(r"^check: venv\n\t.*pytest tests .*-p no:nbval", (ROOT / "Makefile").read_text(), re.M)
