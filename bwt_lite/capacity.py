@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from .paths import data_file
 from .checkpoints import checkpoint_dir, load_checkpoint, load_or_train, train_and_save
 from .evaluate import evaluate
 from .presets import Preset, get_preset
@@ -37,7 +38,7 @@ STOP_ACCURACY = 0.99  # a cell ends at the first held-out evaluation at or above
 EVAL_EVERY = 500
 LR = 2e-3
 N_LAYERS = 2
-DATA_FILE = Path(__file__).parent / "data" / "capacity_sweep.json"
+DATA_FILE = data_file("capacity_sweep.json")
 
 
 def sweep_preset(arch: str, n_pairs: int, d_model: int, *, steps: int = STEPS, seed: int = 0) -> Preset:

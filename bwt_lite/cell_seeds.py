@@ -11,10 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .paths import data_file
 from .runtime.device import threads_label
 from .verdicts import median_seed, realises, seed_verdict
 
-CELL_SEEDS_FILE = Path(__file__).parent / "data" / "cell_seeds.json"
+CELL_SEEDS_FILE = data_file("cell_seeds.json")
 RULE_THREADS = (1, 2)  # a verdict holds when it holds at each of these CPU thread counts
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from .paths import CHECKOUT, DATA_DIR
 from .llm.text_lm import FILES as TEXT_LM_FILES
 from .llm.text_lm import SHIPPED as TEXT_LM
 from .presets import get_preset, shipped_presets
@@ -38,8 +39,7 @@ from .store.checkpoint import find_checkpoint
 from .store.hosted import REGISTRY, registry_entry
 from .version import __version__
 
-ROOT = Path(__file__).resolve().parents[1]  # the source checkout (releases are built from one)
-DATA_DIR = Path(__file__).resolve().parent / "data"
+ROOT = CHECKOUT  # the source checkout (releases are built from one)
 COLAB = "https://colab.research.google.com"
 CHAPTER_GLOB = "chapters/[0-9][0-9]_*.ipynb"
 

@@ -12,17 +12,18 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from .paths import data_file
 from .verdicts import equivalent_window, look_back_text, realises
 
 # Seeds x peak learning rates of the lite transformer on the slow-mixing HMM, scored beside the ladder
 # (written by experiments/hmm_lr_sweep.py --variant slow; rendered in chapter 6)
-SLOW_SEEDS_FILE = Path(__file__).parent / "data" / "hmm_slow_seeds.json"
+SLOW_SEEDS_FILE = data_file("hmm_slow_seeds.json")
 # The lite default-HMM Mamba's recipe with one change per run (learning rate, warm-up, seed, width), scored
 # beside the ladder (written by experiments/hmm_mamba_sweep.py; rendered in chapter 10)
-MAMBA_SWEEP_FILE = Path(__file__).parent / "data" / "hmm_mamba_sweep.json"
+MAMBA_SWEEP_FILE = data_file("hmm_mamba_sweep.json")
 # The lite HMM transformer's recipe with each position scheme, trained at K = 20 and scored per position
 # to K = 50 beside the windows past the training length (written by experiments/hmm_positions.py; chapter 3)
-POSITIONS_FILE = Path(__file__).parent / "data" / "hmm_positions.json"
+POSITIONS_FILE = data_file("hmm_positions.json")
 METRIC_LABELS = {"entropy_mae_bits": "entropy MAE (bits)", "kl_bits": "KL (bits)"}
 
 

@@ -164,3 +164,11 @@ def test_every_import_of_the_package_names_a_module_that_exists():
                 if target not in known:
                     missing.append(f"{path.relative_to(PACKAGE.parent)} imports {target}")
     assert missing == []
+
+
+def test_only_one_module_builds_paths_from_its_own_file():
+    """Data paths come from bwt_lite.paths; a module that builds its own from __file__ breaks when it moves
+    (runtime/bench.py once looked for the build times one folder too high after it moved)."""
+    users = sorted(str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
+                   if "__file__" in p.read_text() and p.name != "paths.py")
+    assert users == [], f"build paths with bwt_lite.paths instead: {users}"

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from ..paths import data_file
 from ..presets import Preset
 from ..store.checkpoint import load_checkpoint
 from ..store.files import read_json
@@ -27,7 +28,7 @@ from .context import Context
 from .rules import PARTLY, REPRODUCED, cell_verdict
 from .geometry import row_belief_probes, row_layer_ablation, row_qk_sharpening, row_value_manifold, rows_frame
 
-PAPER_SCALE_FILE = Path(__file__).resolve().parent.parent / "data" / "paper_scale.json"
+PAPER_SCALE_FILE = data_file("paper_scale.json")
 
 # The claims measured at paper scale, by the row functions of the lite scorecard, with the tunnels whose
 # models they measure. The rows that need the other architectures at paper scale, dense training

@@ -30,6 +30,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 from torch import Tensor
 
+from ..paths import TRAJECTORY_DIR
 from ..evaluate import evaluate
 from ..models import WindTunnelModel, build_model
 from ..presets import FORMAT_VERSION, Preset, get_preset
@@ -38,7 +39,6 @@ from ..train import fit, init_model
 from ..tunnels import make_tunnel
 from ..version import __version__
 
-TRAJECTORY_DIR = Path(__file__).resolve().parent.parent / "data" / "trajectories"
 SNAPSHOTS, TRAJ_META = "snapshots.safetensors", "trajectory.json"
 CHECK_EPISODES = 256  # held-out episodes of the stored check value
 CHECK_TOL_BITS = 1e-4  # allowed difference when the check value is re-measured (thread-count rounding)

@@ -20,11 +20,12 @@ from typing import Any
 
 import torch
 
+from ..paths import TEXT_LM_DIR
 from ..store.files import SEAL, CheckpointError, atomic_write, check_fields, check_seal, read_json, seal_sha256, sha256_bytes
 from ..train import warmup_cosine
 from .configs import LoadedModel, from_config, tiny_config
 
-SHIPPED = Path(__file__).resolve().parent.parent / "data" / "lm" / "shakespeare-neox"
+SHIPPED = TEXT_LM_DIR
 EOS = "<|endoftext|>"
 FILES = ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "heldout.txt")
 # Short nonsense words kept whole by the tokenizer, so that SULA (chapter 12) has single-token labels

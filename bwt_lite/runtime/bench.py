@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 import torch.nn.functional as F
 
+from ..paths import CHECKOUT
 from ..arguments import check_choice, check_int
 from ..models import ARCHS
 from ..models.mamba import D_STATE, EXPAND
@@ -238,7 +239,7 @@ def last_build_times(roots: Iterable[Path] | None = None) -> dict[str, Any]:
     ``"unknown"`` where no such file exists under ``roots`` (default: the working directory and the
     source checkout this package was imported from)."""
     if roots is None:
-        roots = [Path.cwd(), Path(__file__).resolve().parents[2]]  # the checkout: bwt_lite/runtime/ -> root
+        roots = [Path.cwd(), CHECKOUT]
     out: dict[str, Any] = {}
     for name in ("book", "test"):
         out[name] = "unknown"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ..paths import SHIPPED_CHECKPOINTS
 from ..version import __version__
 from .files import atomic_write
 
@@ -48,7 +49,7 @@ POOCH_TEMP = re.compile(r"tmp[a-z0-9_]+")  # pooch downloads into a NamedTempora
 # `bwt` checks that the cache is writable by creating (and removing) a folder like this one; an
 # interrupted check can leave it behind.
 PROBE_NAME = re.compile(r"\.bwt-probe-[a-z0-9_]+x+")
-SHIPPED_DIR = Path(__file__).parent.parent / "data" / "checkpoints"  # inside the package
+SHIPPED_DIR = SHIPPED_CHECKPOINTS  # inside the package
 DRIVE_ROOT = Path("/content/drive/MyDrive")  # where Colab mounts Google Drive
 
 
