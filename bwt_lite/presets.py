@@ -29,6 +29,7 @@ TUNNEL_ARGS: dict[str, dict[str, Any]] = {
     "recall": {"V": 16, "L": 32, "variant": "default"},
     "regression": {"d": 4, "N": 16, "tau": 1.0, "sigma": 0.5, "variant": "pairs"},
     "sticky": {"S": 8, "d": 20, "L": 64, "stay": 0.3, "noise": 1.0, "means_seed": 0, "variant": "default"},
+    "recurrence": {"p": 17, "length": 16, "variant": "integer"},
 }
 # A variant's own tunnel arguments, over TUNNEL_ARGS. Slow HMM: 3 sticky states over 30 steps (a belief to carry).
 VARIANT_ARGS: dict[tuple[str, str], dict[str, Any]] = {
@@ -223,6 +224,8 @@ class Preset:
         tunnel, variant = self.tunnel["tunnel"], self.tunnel.get("variant")
         if variant is not None and variant != TUNNEL_ARGS.get(tunnel, {}).get("variant"):
             tunnel = f"{tunnel}-{variant}"  # e.g. hmm-slow-transformer-lite-soft
+        if self.tunnel.get("horizon") is not None:
+            tunnel = f"{tunnel}-h{self.tunnel['horizon']}"  # a loss horizon: recurrence-h5-transformer-lite
         deep = PAPER_DEPTH_SIZES.get((self.tunnel["tunnel"], self.model.arch))
         is_deep = self.scale == "lite" and deep is not None and all(
             getattr(self.model, k) == v for k, v in deep.items())
@@ -254,7 +257,7 @@ class Preset:
 
 def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
                depth: str = "default", positions: str = "learned", alibi: bool | None = None,
-               **train_overrides: Any) -> Preset:
+               horizon: int | None = None, **train_overrides: Any) -> Preset:
     """The named configuration, optionally with training fields overridden (steps, seed, target...).
 
     ``depth="paper"`` gives the lite model with the paper's number of layers (:data:`PAPER_DEPTH_SIZES`).
@@ -274,6 +277,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     targs = {"tunnel": tunnel, **TUNNEL_ARGS[tunnel]}
     if variant is not None:
         targs.update(variant=variant, **VARIANT_ARGS.get((tunnel, variant), {}))
+    if horizon is not None:  # a loss horizon (the recurrence): the tunnel's training positions end there
+        targs["horizon"] = horizon
     t = make_tunnel(**targs)
     n_positions = t.seq_len + 1
     if tunnel in EVAL_LENGTH:  # learned rows past the training length stay untrained, as in the paper

@@ -129,6 +129,7 @@ def episode_json(tunnel, seed: int) -> dict[str, Any]:
         out.update({"tokens": ep.inputs[0].tolist(),
                     "answer_tokens": list(tunnel.answer_tokens) if tunnel.answer_tokens is not None else None,
                     "posterior": ep.probs[0].tolist(), "entropy_bits": entropy_bits(ep.probs[0]).tolist()})
+    out.update(tunnel.episode_fields(ep))
     return out
 
 

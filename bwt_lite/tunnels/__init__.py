@@ -8,11 +8,12 @@ from .base import Card, Episodes, Tunnel
 from .bijection import Bijection
 from .hmm import HMM
 from .recall import Recall
+from .recurrence import Recurrence
 from .regression import Regression
 from .sticky import Sticky
 
 TUNNELS: dict[str, type[Tunnel]] = {"bijection": Bijection, "hmm": HMM, "recall": Recall, "regression": Regression,
-                                 "sticky": Sticky}
+                                 "sticky": Sticky, "recurrence": Recurrence}
 
 
 # The primitives table's cells (a tunnel, or a variant with a card of its own), in the table's order.
@@ -35,4 +36,4 @@ def make_tunnel(tunnel: str, **kwargs: Any) -> Tunnel:
     return TUNNELS[tunnel](**kwargs)
 
 
-__all__ = ["CARDS", "CELL_TUNNEL", "Card", "card", "Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Regression", "Sticky", "TUNNELS", "make_tunnel"]
+__all__ = ["CARDS", "CELL_TUNNEL", "Card", "card", "Episodes", "Tunnel", "Bijection", "HMM", "Recall", "Recurrence", "Regression", "Sticky", "TUNNELS", "make_tunnel"]

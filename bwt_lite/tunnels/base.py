@@ -171,6 +171,11 @@ class Tunnel:
         """Everything that defines the episode distribution (used in checkpoint keys)."""
         raise NotImplementedError
 
+    def episode_fields(self, episodes: "Episodes") -> dict[str, Any]:
+        """Fields of the first episode in ``episodes`` that ``bwt episode --json`` prints beside the tokens,
+        positions, targets and posterior (a tunnel adds what a reader needs to check its answer by hand)."""
+        return {}
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "tunnel")
         return f"{type(self).__name__}({args})"
