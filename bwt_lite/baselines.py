@@ -34,8 +34,9 @@ from torch import Tensor
 
 from .arguments import check_choice, check_int
 from .evaluate import EvalResult, evaluate
-from .tunnels import HMM, Bijection, Episodes, Recall, Regression, Sticky, Tunnel
+from .tunnels import HMM, Bijection, Episodes, Recall, Recurrence, Regression, Sticky, Tunnel
 from .tunnels.hmm import recent_filter
+from .tunnels.recurrence import recurrence_posterior
 from .tunnels.regression import posterior_predictive
 
 # A zero probability becomes this logit (nats) when a baseline is scored as logits: exp of it
@@ -213,6 +214,26 @@ def one_pair_predictive(tunnel: Regression, episodes: Episodes) -> tuple[Tensor,
     return posterior_predictive(x_prev.unsqueeze(-2), y_prev.unsqueeze(-1), x_new, tunnel.tau, tunnel.sigma)
 
 
+def recurrence_window(tunnel: Recurrence, episodes: Episodes, window: int) -> Tensor:
+    """Recurrence: the exact predictive of each value from the last ``window`` values alone, as if the
+    episode began there (B, P, C), in the answer tokens' order. Two values can only reveal a fixed point;
+    three can name the program but not tell it from chance; the class posterior needs four or more."""
+    _check(tunnel, Recurrence, "recurrence_window")
+    window = check_int("window", window, 0)
+    values = tunnel.decode(episodes.inputs)  # (B, L - 1): x_0 .. x_{L-2}
+    B, p = values.shape[0], tunnel.p
+    n = len(episodes.positions)
+    out = torch.empty(B, n, p, dtype=torch.float64, device=values.device)
+    for t in range(n):  # the answer at position t is x_t, from x_{t-w} .. x_{t-1}
+        seen = values[:, max(t - window, 0):t]
+        probs, _ = recurrence_posterior(torch.cat([seen, seen.new_zeros(B, 1)], dim=1), p)
+        out[:, t] = probs[:, -1]
+    if tunnel.variant == "opaque":  # into the answer tokens' order
+        perm = episodes.inputs[:, :p]
+        out = torch.zeros_like(out).scatter_(2, perm.unsqueeze(1).expand(-1, n, -1), out)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # The baselines of each tunnel, and their scores
 
@@ -222,6 +243,8 @@ def baseline_names(tunnel: Tunnel, max_window: int = DEFAULT_MAX_WINDOW) -> list
     max_window = check_int("max_window", max_window, 0)
     if isinstance(tunnel, (HMM, Sticky)):
         return [f"window-{w}" for w in range(max_window + 1)]
+    if isinstance(tunnel, Recurrence):
+        return ["prior"] + [f"window-{w}" for w in range(1, min(max_window, 4) + 1)]
     if isinstance(tunnel, Recall):
         return ["prior", "reader-no-binding"]
     if isinstance(tunnel, Regression):
@@ -233,11 +256,13 @@ def baseline_names(tunnel: Tunnel, max_window: int = DEFAULT_MAX_WINDOW) -> list
 
 def baseline_fn(tunnel: Tunnel, name: str) -> BaselineFn:
     """The function ``(tunnel, episodes) -> prediction`` of the baseline ``name`` of ``tunnel``."""
-    if isinstance(tunnel, (HMM, Sticky)):
+    if isinstance(tunnel, (HMM, Sticky)) or (isinstance(tunnel, Recurrence) and name != "prior"):
         match = re.fullmatch(r"window-(\d+)", name)
         if match is None:
             raise ValueError(f"unknown baseline {name!r}; allowed: window-w for a window of w >= 0 symbols")
-        f, w = (window_filter if isinstance(tunnel, HMM) else sticky_window), int(match.group(1))
+        f = window_filter if isinstance(tunnel, HMM) else (sticky_window if isinstance(tunnel, Sticky)
+                                                           else recurrence_window)
+        w = int(match.group(1))
         return lambda t, ep: f(t, ep, w)
     table: dict[str, BaselineFn] = {}
     if isinstance(tunnel, Regression):
@@ -246,6 +271,8 @@ def baseline_fn(tunnel: Tunnel, name: str) -> BaselineFn:
         table = {"prior": uniform_prior, "reader-no-binding": reader_no_binding}
     elif isinstance(tunnel, Bijection):
         table = {"prior": uniform_prior, "right-entropy": right_entropy}
+    elif isinstance(tunnel, Recurrence):
+        table = {"prior": uniform_prior}
     check_choice("baseline", name, baseline_names(tunnel))
     return table[name]
 

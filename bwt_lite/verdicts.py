@@ -46,7 +46,7 @@ def look_back_text(equivalent: float | str) -> str:
 # beside each tunnel's class: primitive, threshold, reference baselines, margin, window ladder). "hmm-slow"
 # is the HMM's slow-mixing variant, where a window needs 12 symbols to come within 0.004 bits of the
 # exact filter (on the default HMM 4 are enough).
-PRIMITIVE_TUNNELS = tuple(CARDS)
+PRIMITIVE_TUNNELS = tuple(cell for cell, c in CARDS.items() if c.in_table)  # the rows of the primitives table
 VARIANT_CELLS: dict[str, tuple[str, str]] = {cell: (CELL_TUNNEL[cell], c.variant) for cell, c in CARDS.items()
                                              if c.variant is not None}  # table name -> (tunnel, variant)
 PRIMITIVES: dict[str, str] = {cell: c.primitive for cell, c in CARDS.items()}

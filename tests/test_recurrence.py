@@ -126,3 +126,24 @@ def test_bwt_episode_recurrence_json(capsys):
         assert torch.allclose(torch.tensor(out["posterior"], dtype=torch.float64), probs[0], atol=1e-12)
         assert out["entropy_bits"] == pytest.approx(entropy_bits(probs[0]).tolist(), abs=1e-9)
         assert len(out["tokens"]) == (16 if variant == "integer" else 33)
+
+
+@pytest.mark.parametrize("variant", ["integer", "opaque"])
+def test_window_baselines_are_the_exact_predictive_of_the_last_values(variant):
+    from bwt_lite.baselines import baseline_names, recurrence_window
+
+    t = make_tunnel("recurrence", variant=variant, p=7, length=8)
+    ep = t.sample(6, torch.Generator().manual_seed(4))
+    assert baseline_names(t) == ["prior", "window-1", "window-2", "window-3", "window-4"]
+    values = t.decode(ep.inputs)
+    got = recurrence_window(t, ep, 3)
+    for b in range(6):
+        for pos in range(8):
+            seen = values[b, max(pos - 3, 0):pos].tolist()
+            want, _ = enumerate_posterior(seen + [0], 7)
+            row = torch.tensor(want[-1], dtype=torch.float64)
+            if variant == "opaque":  # into the order of the answer tokens
+                row = torch.zeros(7, dtype=torch.float64).scatter_(0, ep.inputs[b, :7], row)
+            assert torch.allclose(got[b, pos], row, atol=1e-12)
+    full = recurrence_window(t, ep, 8)
+    assert torch.allclose(full, ep.probs, atol=1e-12)  # a window as long as the episode is exact

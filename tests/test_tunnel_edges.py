@@ -5,7 +5,7 @@ large is allocated."""
 import pytest
 import torch
 
-from bwt_lite.tunnels import TUNNELS, HMM, Bijection, Recall, Regression, Sticky, make_tunnel
+from bwt_lite.tunnels import TUNNELS, HMM, Bijection, Recall, Recurrence, Regression, Sticky, make_tunnel
 from bwt_lite.tunnels.base import MAX_SAMPLE_BYTES
 from bwt_lite.tunnels.hmm import recent_filter
 from bwt_lite.tunnels.regression import posterior_predictive
@@ -19,6 +19,7 @@ SMALL = {  # one small instance of every tunnel and variant
     "recall": Recall(V=4, L=6), "recall-mqar": Recall(V=4, variant="mqar", n_pairs=3, gap=2, n_queries=2),
     "regression-pairs": Regression(d=2, N=3), "regression-interleaved": Regression(d=2, N=3, variant="interleaved"),
     "sticky": Sticky(S=3, d=2, L=4),
+    "recurrence-integer": Recurrence(p=3, length=4), "recurrence-opaque": Recurrence(p=3, length=4, variant="opaque"),
 }
 
 

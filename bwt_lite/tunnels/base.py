@@ -119,6 +119,7 @@ class Card:
     max_window: int | None = None
     variant: str | None = None  # the tunnel variant of this cell (None: the tunnel's default)
     why: str = ""  # the reasons for the threshold and the bar, for the reader of the code
+    in_table: bool = True  # a row of the primitives table (every architecture shipped for it)
 
 
 def window_references(top: int) -> dict[str, tuple[str, ...]]:

@@ -92,7 +92,8 @@ class Recurrence(Tunnel):
         {"entropy_mae_bits": ("prior", "window-2"), "kl_bits": ("prior", "window-2")},
         why="a tenth of a bit, far below the uniform guess (about 3 bits from the exact predictive); the prior "
             "and the exact predictive of the last two values alone (which can only spot a fixed point) lack "
-            "the program")}
+            "the program",
+        in_table=False)}  # not yet a row of the primitives table: no lite checkpoint of every architecture
 
     def __init__(self, p: int = 17, length: int = 16, variant: str = "integer", horizon: int | None = None):
         self.p = check_prime(p)
