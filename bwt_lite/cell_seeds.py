@@ -80,8 +80,10 @@ def adds_alibi(name: str) -> bool:
 
 
 def cell_label(cell: dict[str, Any]) -> str:
-    """"recall transformer", with " + ALiBi" where the recipe adds ALiBi's recency bias to the position table."""
-    return f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if adds_alibi(cell["name"]) else "")
+    """"recall transformer", with " + ALiBi" where the recipe adds ALiBi's recency bias to the position table,
+    and the change from the recipe (``cell_seeds.py --change``, or an earlier recipe) in brackets."""
+    label = f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if adds_alibi(cell["name"]) else "")
+    return label + (f" [{cell['change']}]" if cell.get("change") else "")
 
 
 def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[list[Any]]:

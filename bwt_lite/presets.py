@@ -136,12 +136,13 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     # Recall: 6,000 steps with a learning-rate floor (ALiBi, TUNNEL_MODEL, forms the retrieval circuit early)
     ("recall", "transformer", "lite"): TrainConfig(steps=6_000, batch_size=64, lr=2e-3, weight_decay=0.01,
                                                    warmup_steps=200, min_lr_ratio=0.1, eval_every=250, seed=1),
-    # Regression: soft targets (same optimum, no noise of one draw of y), a high peak lr to pass a late
-    # transition, and a cosine cut at 12,000 of its 15,000 steps to fit the budget (lab notes, "Regression recipe")
-    # Seed 1 is the median of seeds 0-4 (chapter 6, section 6.6), so the shipped model is a typical run.
-    ("regression", "transformer", "lite"): TrainConfig(steps=12_000, batch_size=128, lr=5e-3, weight_decay=0.01,
-                                                       warmup_steps=200, min_lr_ratio=0.1, eval_every=500,
-                                                       target="soft", ema=0.99, decay_steps=15_000, seed=1),
+    # Regression: soft targets (same optimum, no noise of one draw of y), peak 2e-3 after a 1,000-step warm-up
+    # and the whole cosine: seeds 0-4 end at 0.022-0.080 bits, median 0.045 (a 5e-3 peak spread them over
+    # 0.017-0.110, median 0.086; lab notes, "Regression recipe"). Seed 1 is the median, so the shipped model is
+    # a typical run.
+    ("regression", "transformer", "lite"): TrainConfig(steps=12_000, batch_size=128, lr=2e-3, weight_decay=0.01,
+                                                       warmup_steps=1_000, min_lr_ratio=0.1, eval_every=500,
+                                                       target="soft", ema=0.99, seed=1),
     # the controls train on the transformer's soft targets; this one longer, as it still improves and steps are cheap
     ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], steps=1_000, eval_every=100, target="soft"),
     ("regression", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], target="soft"),
