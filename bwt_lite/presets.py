@@ -67,6 +67,8 @@ TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("regression", "mlp", "lite"): {"d_model": 104, "n_layers": 4},
     ("regression", "lstm", "lite"): {"d_model": 120, "n_layers": 3},
     ("regression", "mamba", "lite"): {"d_model": 152, "n_layers": 2},
+    # the recurrence: 4 layers of 128 (4 heads of 32); the paper's construction-boundary model is 6 x 192
+    ("recurrence", "transformer", "lite"): {"d_model": 128, "n_layers": 4, "n_heads": 4},
 }
 
 # Model options of a tunnel's recipe, over the architecture's defaults: (tunnel, arch, scale) -> fields.
@@ -147,6 +149,13 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
     ("regression", "mlp", "lite"): replace(TRAIN[("mlp", "lite")], steps=1_000, eval_every=100, target="soft"),
     ("regression", "lstm", "lite"): replace(TRAIN[("lstm", "lite")], target="soft"),
     ("regression", "mamba", "lite"): replace(TRAIN[("mamba", "lite")], target="soft"),
+    # Recurrence: soft targets (the exact predictive), 16,000 x 64 at 1e-3 after a 500-step warm-up: about
+    # 20 min on one core (lab notes, "Recurrence recipe"). Paper: the authors' construction-boundary run,
+    # 150,000 steps x 64 (their 6 x 192 model is the paper transformer's size).
+    ("recurrence", "transformer", "lite"): TrainConfig(steps=16_000, batch_size=64, lr=1e-3, weight_decay=0.01,
+                                                       warmup_steps=500, min_lr_ratio=0.1, eval_every=500,
+                                                       target="soft"),
+    ("recurrence", "transformer", "paper"): replace(TRAIN[("transformer", "paper")], steps=150_000, batch_size=64),
 }
 
 # The HMM (both variants): every architecture gets the same budget, 320,000 training episodes (the lite
@@ -352,6 +361,7 @@ LITE_TARGETS: dict[str, tuple[str, str, float]] = {
     "recall": ("accuracy", "min", 0.99),  # top-1 on recalled (seen) keys
     "regression": ("entropy_mae_bits", "max", 0.05),
     "sticky": ("entropy_mae_bits", "max", 0.02),
+    "recurrence": ("entropy_mae_bits", "max", 0.1),
 }
 
 

@@ -147,3 +147,36 @@ def test_window_baselines_are_the_exact_predictive_of_the_last_values(variant):
             assert torch.allclose(got[b, pos], row, atol=1e-12)
     full = recurrence_window(t, ep, 8)
     assert torch.allclose(full, ep.probs, atol=1e-12)  # a window as long as the episode is exact
+
+
+class ExactModel(torch.nn.Module):
+    """The exact predictive as a model (logits), to check the diagnostics on a model that is Bayes."""
+
+    def __init__(self, tunnel):
+        super().__init__()
+        self.tunnel = tunnel
+
+    def forward(self, inputs, positions):
+        from bwt_lite.baselines import recurrence_window
+
+        from bwt_lite.tunnels import Episodes
+
+        ep = Episodes(inputs=inputs, positions=positions, target=inputs.new_zeros(0))
+        return recurrence_window(self.tunnel, ep, self.tunnel.length).clamp_min(1e-300).log()
+
+
+def test_the_boundary_diagnostics_on_the_exact_predictive():
+    from bwt_lite.boundary import class_posterior_read, full_length, horizon_scores
+
+    t = make_tunnel("recurrence", p=7, length=8, horizon=3)
+    exact = ExactModel(full_length(t))
+    s = horizon_scores(exact, t, episodes=64)
+    assert s.horizon == 3 and len(s.entropy_mae) == 8 and max(s.entropy_mae) < 1e-9
+    assert s.inside["kl_bits"] < 1e-9 and s.beyond["entropy_mae_bits"] < 1e-9
+    read = class_posterior_read(exact, t, episodes=128)
+    for pos in range(3, 8):
+        if read["episodes"][pos]:
+            assert read["model"][pos] == pytest.approx(read["exact"][pos], abs=1e-9)
+    assert read["exact"][:3] == [None, None, None]
+    uniform = horizon_scores(ExactModel(full_length(t)).requires_grad_(False), full_length(t), episodes=16)
+    assert uniform.beyond is None and uniform.ratio is None

@@ -1,0 +1,93 @@
+"""The construction boundary (chapter 13): what a model trained on the modular recurrence does inside and
+outside the positions its loss rewarded, and how sure it is that an episode is a recurrence.
+
+- :func:`horizon_scores`: entropy MAE and KL per position on full-length episodes, averaged inside the
+  loss horizon (positions ``< K``) and beyond it, and their ratio (the paper's "83x" at K = 5);
+- :func:`class_posterior_read`: the probability the model gives the episode being a recurrence, read
+  off its predictive (:func:`implied_class_posterior`), beside the exact class posterior.
+
+Every score is on held-out episodes of the tunnel without a horizon (every position scored), from the
+evaluation stream of :func:`bwt_lite.evaluate.evaluate` (generator ``EVAL_SEED_BASE + seed``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .evaluate import EVAL_SEED_BASE, evaluate
+from .tunnels.recurrence import Recurrence, recurrence_posterior
+
+
+def full_length(tunnel: Recurrence) -> Recurrence:
+    """The same tunnel with every position scored (no loss horizon): what evaluation uses."""
+    return Recurrence(p=tunnel.p, length=tunnel.length, variant=tunnel.variant)
+
+
+@dataclass
+class HorizonScores:
+    """Scores inside and beyond a loss horizon of ``horizon`` positions (None: no horizon, all inside)."""
+
+    horizon: int | None
+    entropy_mae: list[float]  # per position, bits
+    kl: list[float]
+    inside: dict[str, float]  # entropy_mae_bits, kl_bits over positions < horizon
+    beyond: dict[str, float] | None  # over positions >= horizon (None without a horizon)
+    ratio: float | None  # beyond / inside entropy MAE
+    episodes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def horizon_scores(model: torch.nn.Module, tunnel: Recurrence, horizon: int | None = None, episodes: int = 2048,
+                   seed: int = 0) -> HorizonScores:
+    """``model`` scored at every position of ``tunnel``'s full-length episodes, split at ``horizon``
+    (default: the tunnel's own training horizon)."""
+    horizon = tunnel.horizon if horizon is None else horizon
+    res = evaluate(model, full_length(tunnel), episodes=episodes, seed=seed)
+    mae, kl = res.per_position["entropy_mae"], res.per_position["kl"]
+
+    def mean(v: list[float], lo: int, hi: int) -> float:
+        return sum(v[lo:hi]) / max(hi - lo, 1)
+
+    n = len(mae)
+    k = n if horizon is None else horizon
+    inside = {"entropy_mae_bits": mean(mae, 0, k), "kl_bits": mean(kl, 0, k)}
+    beyond = None if k >= n else {"entropy_mae_bits": mean(mae, k, n), "kl_bits": mean(kl, k, n)}
+    ratio = None if beyond is None else beyond["entropy_mae_bits"] / max(inside["entropy_mae_bits"], 1e-12)
+    return HorizonScores(horizon, mae, kl, inside, beyond, ratio, episodes)
+
+
+def implied_class_posterior(probs: Tensor, p: int) -> Tensor:
+    """The probability of "recurrence" a predictive implies where the recurrence's own prediction is a point
+    mass: the exact predictive is then ``pi * delta + (1 - pi) / p``, so ``pi = (max - 1/p) / (1 - 1/p)``."""
+    return ((probs.max(-1).values - 1.0 / p) / (1.0 - 1.0 / p)).clamp(0.0, 1.0)
+
+
+@torch.no_grad()
+def class_posterior_read(model: torch.nn.Module, tunnel: Recurrence, episodes: int = 1024,
+                         seed: int = 0) -> dict[str, list[float]]:
+    """Per position, over the recurrence episodes of a held-out set whose program is already pinned down
+    (a point-mass prediction: from the fourth value on): the exact class posterior's mean and the mean
+    that the model's predictive implies (:func:`implied_class_posterior`); ``None`` where no such episode."""
+    t = full_length(tunnel)
+    gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
+    values, is_rec = t.sample_values(episodes, gen)
+    ep = t.episodes(values, gen)
+    model.eval()
+    out = model(ep.inputs, ep.positions).double().softmax(-1)
+    _, exact = recurrence_posterior(values, t.p)
+    rec_probs, _ = recurrence_posterior(values, t.p)
+    pinned = (rec_probs.max(-1).values > 0.5 + 0.5 / t.p - 1e-9) & is_rec.unsqueeze(1)  # a point-mass program
+    pinned[:, :3] = False
+    model_pi = implied_class_posterior(out, t.p)
+    exact_mean, model_mean = [], []
+    for pos in range(t.length):
+        sel = pinned[:, pos]
+        exact_mean.append(exact[sel, pos].mean().item() if sel.any() else None)
+        model_mean.append(model_pi[sel, pos].mean().item() if sel.any() else None)
+    return {"exact": exact_mean, "model": model_mean, "episodes": [int(v) for v in pinned.sum(0).tolist()]}
+
+
+__all__ = ["HorizonScores", "class_posterior_read", "full_length", "horizon_scores", "implied_class_posterior"]
