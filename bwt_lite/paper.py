@@ -154,6 +154,19 @@ FIGURES: dict[str, Published] = {
     "llm_focusing": Published(
         math.nan, "", "Paper III, attention focusing across depth",
         "the final query's attention entropy falls from the first to the last layer; no number stored here"),
+    # The construction boundary: the authors' modular-recurrence experiments (their repository's
+    # experiments/construction_boundary README; 6 x 192 transformer, 150,000 steps x 64, p = 17, 16 tokens).
+    "recurrence_integer": Published(
+        0.014, "bits", "the authors' construction-boundary experiments (integer tokens, loss on all positions)"),
+    "recurrence_opaque": Published(
+        0.83, "bits", "the authors' construction-boundary experiments (opaque tokens)", "reported as a failure"),
+    "recurrence_k5_inside": Published(0.020, "bits", "the authors' construction-boundary experiments (loss horizon K=5)",
+                                      "positions 1-5"),
+    "recurrence_k5_beyond": Published(1.63, "bits", "the authors' construction-boundary experiments (loss horizon K=5)",
+                                      "positions 6-15; 83x the in-horizon error"),
+    "recurrence_k3_inside": Published(0.028, "bits", "the authors' construction-boundary experiments (loss horizon K=3)"),
+    "recurrence_k3_beyond": Published(1.95, "bits", "the authors' construction-boundary experiments (loss horizon K=3)",
+                                      "69x the in-horizon error"),
 }
 
 
