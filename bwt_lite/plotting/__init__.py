@@ -5,10 +5,11 @@ no science.
 transformer learning it); :mod:`.hmm`: chapter 3; :mod:`.recall`: chapter 4; :mod:`.regression`: chapter 5;
 :mod:`.primitives`: chapter 6; :mod:`.attention`: chapters 7-8 (hypothesis frame, ablation, elimination);
 :mod:`.manifold`: chapters 9-10 (value manifold, probes, dissociation, belief simplex); :mod:`.dynamics`:
-chapter 11; :mod:`.llm`: chapter 12. Each function's docstring ends with the chapters that use it.
+chapter 11; :mod:`.llm`: chapter 12; :mod:`.boundary`: chapter 13. Each function's docstring ends with the
+chapters that use it.
 
 The figures and widgets of chapters 1-6 and 11 are also names of this package (``from bwt_lite import
-plotting as plots``, then ``plots.plot_hmm_posteriors(...)``); chapters 7-10 and 12 import their module
+plotting as plots``, then ``plots.plot_hmm_posteriors(...)``); chapters 7-10, 12 and 13 import their module
 (``from bwt_lite.plotting import manifold as gplots``), whose names would otherwise collide.
 """
 from .bayes import (plot_posterior_bars, plot_entropy_staircase, plot_posterior_heatmap, plot_elimination_step,
