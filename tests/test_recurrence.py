@@ -180,3 +180,16 @@ def test_the_boundary_diagnostics_on_the_exact_predictive():
     assert read["exact"][:3] == [None, None, None]
     uniform = horizon_scores(ExactModel(full_length(t)).requires_grad_(False), full_length(t), episodes=16)
     assert uniform.beyond is None and uniform.ratio is None
+
+
+def test_bwt_horizon_option_names_the_recurrence_preset(capsys):
+    from bwt_lite.cli import main
+
+    assert main(["info", "recurrence", "transformer", "--horizon", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "recurrence-h5-transformer-lite-soft" and out["tunnel"]["horizon"] == 5
+    for argv, match in ((["info", "hmm", "transformer", "--horizon", "5"], "recurrence tunnel only"),
+                        (["info", "recurrence", "transformer", "--horizon", "40"], "horizon must be <= length")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2 and match in capsys.readouterr().err

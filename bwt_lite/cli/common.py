@@ -115,8 +115,11 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
     if alibi and (args.arch != "transformer" or positions != "learned"):
         raise ValueError(f"--alibi adds a recency bias to the learned table's attention: transformer and "
                          f"--positions learned only, not {args.arch} with --positions {positions}")
+    horizon = getattr(args, "horizon", None)
+    if horizon is not None and args.tunnel != "recurrence":
+        raise ValueError(f"--horizon: a loss horizon exists for the recurrence tunnel only, not {args.tunnel}")
     return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
-                      alibi=alibi, **overrides)
+                      alibi=alibi, horizon=horizon, **overrides)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

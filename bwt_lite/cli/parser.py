@@ -31,6 +31,9 @@ def preset_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -
     sp.add_argument("arch", choices=ARCHS)
     sp.add_argument("--scale", choices=SCALES, default="lite")
     sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; hmm: default, slow; recall: default, mqar)")
+    sp.add_argument("--horizon", type=int_range(1, 10_000), default=None,
+                    help="loss horizon K: the training loss only on the first K positions (recurrence only; "
+                         "evaluation scores every position)")
     sp.add_argument("--depth", choices=DEPTHS, default="default",
                     help="paper: the lite model with the paper's number of layers (bijection and HMM transformers)")
     sp.add_argument("--positions", choices=POSITIONS, default="learned",
