@@ -24,13 +24,17 @@ EPISODES_HELP = f"held-out episodes, 1 to {MAX_EPISODES:,}"
 # ------------------------------------------------------------------------------------------------
 # Options shared by several commands
 
+# Each tunnel's variants, read from its class so a new tunnel or variant is listed without editing this file.
+VARIANTS_HELP = "; ".join(f"{name}: {', '.join(cls.variants)}" for name, cls in sorted(TUNNELS.items())
+                          if len(cls.variants) > 1)
+
 
 def preset_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -> None:
     """The options that name a preset (they all enter its checkpoint key)."""
     sp.add_argument("tunnel", choices=sorted(TUNNELS))
     sp.add_argument("arch", choices=ARCHS)
     sp.add_argument("--scale", choices=SCALES, default="lite")
-    sp.add_argument("--variant", default=None, help="tunnel variant (bijection: separate, paired, replacement; hmm: default, slow; recall: default, mqar)")
+    sp.add_argument("--variant", default=None, help=f"tunnel variant ({VARIANTS_HELP})")
     sp.add_argument("--horizon", type=int_range(1, 10_000), default=None,
                     help="loss horizon K: the training loss only on the first K positions (recurrence only; "
                          "evaluation scores every position)")
@@ -101,7 +105,7 @@ def add_episode_and_info(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("episode", help="one sampled episode with its exact posterior")
     sp.add_argument("tunnel", choices=sorted(TUNNELS))
     sp.add_argument("--seed", type=seed_int, default=0, help="0 to 2**63 - 1")
-    sp.add_argument("--variant", default=None)
+    sp.add_argument("--variant", default=None, help=f"tunnel variant ({VARIANTS_HELP})")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_episode)
 
