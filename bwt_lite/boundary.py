@@ -2,9 +2,13 @@
 outside the positions its loss rewarded, and how sure it is that an episode is a recurrence.
 
 - :func:`horizon_scores`: entropy MAE and KL per position on full-length episodes, averaged inside the
-  loss horizon (positions ``< K``) and beyond it, and their ratio (the paper's "83x" at K = 5);
+  loss horizon (the predictions of x_1 .. x_K) and beyond it (x_{K+1} .. x_{L-1}), and their ratio (the
+  authors' "83x" at K = 5). As the authors score it, x_0 (always uniform, never predicted by their
+  models) is in neither average;
 - :func:`class_posterior_read`: the probability the model gives the episode being a recurrence, read
-  off its predictive (:func:`implied_class_posterior`), beside the exact class posterior.
+  off its predictive (:func:`implied_class_posterior`), beside the exact class posterior;
+- :func:`copy_split`: the error on recurrences split by whether the previous value came earlier in the
+  episode, where copying what followed it then (no arithmetic) already gives the answer.
 
 Every score is on held-out episodes of the tunnel without a horizon (every position scored), from the
 evaluation stream of :func:`bwt_lite.evaluate.evaluate` (generator ``EVAL_SEED_BASE + seed``).
@@ -18,6 +22,7 @@ import torch
 from torch import Tensor
 
 from .evaluate import EVAL_SEED_BASE, evaluate
+from .metrics import entropy_bits
 from .tunnels.recurrence import Recurrence, recurrence_posterior
 
 
@@ -33,8 +38,8 @@ class HorizonScores:
     horizon: int | None
     entropy_mae: list[float]  # per position, bits
     kl: list[float]
-    inside: dict[str, float]  # entropy_mae_bits, kl_bits over positions < horizon
-    beyond: dict[str, float] | None  # over positions >= horizon (None without a horizon)
+    inside: dict[str, float]  # entropy_mae_bits, kl_bits over positions 1 .. horizon
+    beyond: dict[str, float] | None  # over positions horizon + 1 .. L - 1 (None without a horizon)
     ratio: float | None  # beyond / inside entropy MAE
     episodes: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -52,9 +57,9 @@ def horizon_scores(model: torch.nn.Module, tunnel: Recurrence, horizon: int | No
         return sum(v[lo:hi]) / max(hi - lo, 1)
 
     n = len(mae)
-    k = n if horizon is None else horizon
-    inside = {"entropy_mae_bits": mean(mae, 0, k), "kl_bits": mean(kl, 0, k)}
-    beyond = None if k >= n else {"entropy_mae_bits": mean(mae, k, n), "kl_bits": mean(kl, k, n)}
+    k = n - 1 if horizon is None else horizon  # the last position inside
+    inside = {"entropy_mae_bits": mean(mae, 1, k + 1), "kl_bits": mean(kl, 1, k + 1)}
+    beyond = None if k >= n - 1 else {"entropy_mae_bits": mean(mae, k + 1, n), "kl_bits": mean(kl, k + 1, n)}
     ratio = None if beyond is None else beyond["entropy_mae_bits"] / max(inside["entropy_mae_bits"], 1e-12)
     return HorizonScores(horizon, mae, kl, inside, beyond, ratio, episodes)
 
@@ -90,4 +95,38 @@ def class_posterior_read(model: torch.nn.Module, tunnel: Recurrence, episodes: i
     return {"exact": exact_mean, "model": model_mean, "episodes": [int(v) for v in pinned.sum(0).tolist()]}
 
 
-__all__ = ["HorizonScores", "class_posterior_read", "full_length", "horizon_scores", "implied_class_posterior"]
+def repeats_previous(values: Tensor) -> Tensor:
+    """(B, L) bool: position t's previous value ``x_{t-1}`` occurred before it, at some ``s < t - 1``. In a
+    recurrence the value after a repeat is the value after its earlier occurrence, so a model that copies
+    (an induction head) predicts it without knowing (a, b)."""
+    B, L = values.shape
+    out = torch.zeros(B, L, dtype=torch.bool, device=values.device)
+    for t in range(2, L):
+        out[:, t] = (values[:, : t - 1] == values[:, t - 1 : t]).any(1)
+    return out
+
+
+@torch.no_grad()
+def copy_split(model: torch.nn.Module, tunnel: Recurrence, episodes: int = 2048, seed: int = 0,
+               start: int = 5) -> dict[str, dict[str, float]]:
+    """Entropy MAE (bits) of ``model`` on the recurrence episodes of a held-out set, at positions
+    ``>= start`` (the program is pinned down there), split by :func:`repeats_previous`: ``"repeat"`` and
+    ``"new"``, each ``{"entropy_mae_bits", "positions"}``."""
+    t = full_length(tunnel)
+    gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
+    values, is_rec = t.sample_values(episodes, gen)
+    ep = t.episodes(values, gen)
+    model.eval()
+    probs = model(ep.inputs, ep.positions).double().softmax(-1)
+    err = (entropy_bits(probs) - entropy_bits(ep.probs)).abs()
+    scored = is_rec.unsqueeze(1) & (torch.arange(t.length, device=values.device) >= start)
+    rep = repeats_previous(values)
+    out = {}
+    for name, mask in (("repeat", scored & rep), ("new", scored & ~rep)):
+        n = int(mask.sum())
+        out[name] = {"entropy_mae_bits": err[mask].mean().item() if n else float("nan"), "positions": n}
+    return out
+
+
+__all__ = ["HorizonScores", "class_posterior_read", "copy_split", "full_length", "horizon_scores",
+           "implied_class_posterior", "repeats_previous"]

@@ -345,6 +345,11 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("bijection", "transformer", {"depth": "paper"}),
     # the HMM transformer at the paper's 9 layers (its 25,000-step recipe: PAPER_DEPTH_TRAIN)
     ("hmm", "transformer", {"depth": "paper"}),
+    # the modular recurrence (chapter 13): integer and opaque tokens, and the loss horizons K = 5 and 3
+    ("recurrence", "transformer", {}),
+    ("recurrence", "transformer", {"variant": "opaque"}),
+    ("recurrence", "transformer", {"horizon": 5}),
+    ("recurrence", "transformer", {"horizon": 3}),
 )
 
 

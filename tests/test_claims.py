@@ -21,6 +21,7 @@ EXPECTED_IDS = (
     "value-manifold-pc1", "manifold-unfurling", "frame-precision", "belief-probes", "mamba-simplex",
     "em-speedup",
     "llm-keys-orthogonal", "llm-attention-focusing", "llm-value-manifold", "llm-sula",
+    "recurrence-integer", "recurrence-opaque", "recurrence-horizon-5", "recurrence-horizon-3",
 )
 ROW_KEYS = {"id", "claim", "source", "chapter", "paper", "ours", "verdict", "reason", "paper_value", "ours_value",
             "details", "seconds"}

@@ -99,14 +99,15 @@ def test_the_integer_layout_and_the_loss_horizon():
     assert (ep.inputs[:, 1:] == ep.target[:, :-1]).all()  # the input at position t + 1 is the answer at t
     h = make_tunnel("recurrence", horizon=5)
     short = h.sample(8, torch.Generator().manual_seed(1))
-    assert short.positions.tolist() == [0, 1, 2, 3, 4] and short.probs.shape == (8, 5, 17)
-    assert torch.equal(short.inputs, ep.inputs) and torch.allclose(short.probs, ep.probs[:, :5])
+    # the loss horizon counts predictions after x_0, as the authors' does: x_0 .. x_5 are rewarded
+    assert short.positions.tolist() == [0, 1, 2, 3, 4, 5] and short.probs.shape == (8, 6, 17)
+    assert torch.equal(short.inputs, ep.inputs) and torch.allclose(short.probs, ep.probs[:, :6])
     assert h.config()["horizon"] == 5 and "horizon" not in t.config()
 
 
 @pytest.mark.parametrize("kwargs, match", [({"p": 15}, "prime"), ({"p": 1}, "p must be"), ({"p": 101}, "prime"),
                                            ({"length": 1}, "length"), ({"horizon": 0}, "horizon"),
-                                           ({"horizon": 17}, "horizon must be <= length"),
+                                           ({"horizon": 16}, "horizon must be <= length - 1"),
                                            ({"variant": "hex"}, "variant")])
 def test_bad_arguments_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -189,7 +190,36 @@ def test_bwt_horizon_option_names_the_recurrence_preset(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["name"] == "recurrence-h5-transformer-lite-soft" and out["tunnel"]["horizon"] == 5
     for argv, match in ((["info", "hmm", "transformer", "--horizon", "5"], "recurrence tunnel only"),
-                        (["info", "recurrence", "transformer", "--horizon", "40"], "horizon must be <= length")):
+                        (["info", "recurrence", "transformer", "--horizon", "16"], "horizon must be <= length - 1")):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 2 and match in capsys.readouterr().err
+
+
+def test_repeats_previous_and_the_copy_split():
+    from bwt_lite.boundary import copy_split, repeats_previous
+
+    values = torch.tensor([[3, 5, 3, 5, 7, 5]])
+    # x_{t-1} at t = 2..5 is 5 (not earlier), 3 and 5 (both earlier), 7 (not earlier)
+    assert repeats_previous(values).tolist() == [[False, False, False, True, True, False]]
+    t = make_tunnel("recurrence", p=7, length=8)
+    from bwt_lite.boundary import full_length
+
+    exact = ExactModel(full_length(t))
+    split = copy_split(exact, t, episodes=64, start=3)
+    assert split["repeat"]["positions"] > 0 and split["new"]["positions"] > 0
+    assert split["repeat"]["entropy_mae_bits"] < 1e-9 and split["new"]["entropy_mae_bits"] < 1e-9
+
+
+def test_horizon_scores_split_as_the_authors_count():
+    """Inside a horizon K: the predictions of x_1 .. x_K; beyond: x_{K+1} ..; x_0 (always uniform) in neither."""
+    from bwt_lite.baselines import BaselinePredictor
+    from bwt_lite.boundary import full_length, horizon_scores
+
+    t = make_tunnel("recurrence", p=7, length=8, horizon=3)
+    s = horizon_scores(BaselinePredictor(full_length(t), "prior"), t, episodes=64)
+    e = s.entropy_mae
+    assert e[3] > 0.1  # the prior misses where the program is pinned down
+    assert s.inside["entropy_mae_bits"] == pytest.approx(sum(e[1:4]) / 3)
+    assert s.beyond["entropy_mae_bits"] == pytest.approx(sum(e[4:]) / 4)
+    assert s.ratio == pytest.approx(s.beyond["entropy_mae_bits"] / s.inside["entropy_mae_bits"])

@@ -2,7 +2,8 @@
 
 Paper I is "The Bayesian Geometry of Transformer Attention" (arXiv 2512.22471), Paper II "Gradient
 Dynamics of Attention" (arXiv 2512.22473), Paper III "Geometric Scaling of Bayesian Inference in
-LLMs" (arXiv 2512.23752). :func:`scorecard` measures each claim on the lite checkpoints shipped with
+LLMs" (arXiv 2512.23752); the construction-boundary rows come from the authors' repository (its
+modular-recurrence experiments, chapter 13). :func:`scorecard` measures each claim on the lite checkpoints shipped with
 the package (never training: a missing checkpoint raises), the shipped training trajectory, and a
 small Paper II run; :func:`format_scorecard` prints the rows and :func:`to_json` gives them as JSON.
 Every number in a row is computed by the code that runs; the paper's numbers come from

@@ -16,6 +16,7 @@ CH_BIJECTION, CH_HMM, CH_RECALL = "02_transformer_learns_the_posterior", "03_hmm
 CH_PRIMITIVES, CH_FRAME, CH_ELIMINATION = "06_three_primitives", "07_hypothesis_frame", "08_progressive_elimination"
 CH_MANIFOLD, CH_MAMBA, CH_GRADIENTS, CH_LLM = ("09_value_manifold", "10_mamba_geometry", "11_gradient_dynamics",
                                                "12_bayesian_geometry_in_llms")
+CH_BOUNDARY = "13_construction_boundary"
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,22 @@ CLAIMS: dict[str, ClaimInfo] = {
         "on SULA prompts the model's entropy tracks the Bayes posterior's to "
         f"{paper_figure('llm_sula_mae_low').value:g}-{paper_figure('llm_sula_mae_high').value:g} bits",
         _src("llm_sula_mae_low"), CH_LLM),
+    "recurrence-integer": ClaimInfo(
+        "on modular recurrences with integer tokens a transformer identifies the program near Bayes "
+        f"({paper_figure('recurrence_integer').value:g} bits)", _src("recurrence_integer"), CH_BOUNDARY),
+    "recurrence-opaque": ClaimInfo(
+        "with a fresh relabelling of the residues in every episode (opaque tokens) it fails "
+        f"({paper_figure('recurrence_opaque').value:g} bits)", _src("recurrence_opaque"), CH_BOUNDARY),
+    "recurrence-horizon-5": ClaimInfo(
+        "trained with the loss on the predictions of x_1 .. x_5 only, it is near Bayes there and fails beyond "
+        f"({paper_figure('recurrence_k5_inside').value:g} bits inside, "
+        f"{paper_figure('recurrence_k5_beyond').value:g} beyond)",
+        _src("recurrence_k5_inside"), CH_BOUNDARY),
+    "recurrence-horizon-3": ClaimInfo(
+        "trained with the loss on the predictions of x_1 .. x_3 only, it is near Bayes there and fails beyond "
+        f"({paper_figure('recurrence_k3_inside').value:g} bits inside, "
+        f"{paper_figure('recurrence_k3_beyond').value:g} beyond)",
+        _src("recurrence_k3_inside"), CH_BOUNDARY),
 }
 CLAIM_IDS: tuple[str, ...] = tuple(CLAIMS)
 

@@ -15,6 +15,7 @@ from .context import Context
 from .dynamics import rows_em
 from .geometry import rows_elimination, rows_frame, rows_manifold, rows_simplex, rows_trajectory
 from .llm import rows_llm
+from .recurrence import rows_recurrence
 from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
 from .rules import VERDICTS
 
@@ -56,6 +57,8 @@ def scorecard(device: str | torch.device = "cpu", fast: bool = False, *, network
         (("manifold-unfurling", "frame-precision"), lambda: rows_trajectory(ctx)),
         (("mamba-simplex",), lambda: rows_simplex(ctx)),
         (("em-speedup",), lambda: rows_em(ctx)),
+        (("recurrence-integer", "recurrence-opaque", "recurrence-horizon-5", "recurrence-horizon-3"),
+         lambda: rows_recurrence(ctx)),
         (("llm-keys-orthogonal", "llm-attention-focusing", "llm-value-manifold", "llm-sula"),
          lambda: rows_llm(ctx, network, llm_model)),
     ]

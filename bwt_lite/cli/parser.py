@@ -36,8 +36,8 @@ def preset_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -
     sp.add_argument("--scale", choices=SCALES, default="lite")
     sp.add_argument("--variant", default=None, help=f"tunnel variant ({VARIANTS_HELP})")
     sp.add_argument("--horizon", type=int_range(1, 10_000), default=None,
-                    help="loss horizon K: the training loss only on the first K positions (recurrence only; "
-                         "evaluation scores every position)")
+                    help="loss horizon K: the training loss only on the predictions of x_1 .. x_K (recurrence "
+                         "only; evaluation scores every position)")
     sp.add_argument("--depth", choices=DEPTHS, default="default",
                     help="paper: the lite model with the paper's number of layers (bijection and HMM transformers)")
     sp.add_argument("--positions", choices=POSITIONS, default="learned",

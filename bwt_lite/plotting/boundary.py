@@ -51,8 +51,8 @@ def plot_recurrence_episode(values: Sequence[int], entropy: Any, class_posterior
 def plot_horizon_profile(curves: dict[str, Sequence[float]], *, horizon: int | None = None,
                          bayes_entropy: Sequence[float] | None = None, ax: Axes | None = None,
                          title: str | None = None, floor: float = 1e-4) -> Figure:
-    """Entropy MAE (bits, log scale) against the position for each labelled curve; the positions at and
-    past ``horizon`` (those the training loss never rewarded) are shaded. ``bayes_entropy``, when given,
+    """Entropy MAE (bits, log scale) against the position for each labelled curve; the positions past
+    ``horizon`` (the last position the training loss rewarded, K) are shaded. ``bayes_entropy``, when given,
     is drawn for scale: the error of a model that predicts with certainty where Bayes is unsure.
 
     Used in chapter 13.
@@ -70,8 +70,9 @@ def plot_horizon_profile(curves: dict[str, Sequence[float]], *, horizon: int | N
         y = as_numpy(bayes_entropy)
         ax.plot(np.arange(y.shape[0]), np.maximum(y, floor), ":", color=BAYES_COLOR, lw=1.5,
                 label="Bayes entropy (for scale)")
-    if horizon is not None and horizon < n:
-        ax.axvspan(horizon - 0.5, n - 0.5, color=_BEYOND_SHADE, zorder=0, label=f"beyond the loss horizon K = {horizon}")
+    if horizon is not None and horizon < n - 1:
+        ax.axvspan(horizon + 0.5, n - 0.5, color=_BEYOND_SHADE, zorder=0,
+                   label=f"beyond the loss horizon K = {horizon}")
     ax.set_yscale("log")
     ax.set_xlabel("position t")
     ax.set_ylabel("entropy MAE (bits)")

@@ -23,8 +23,10 @@ Layouts (``variant``):
   the answer at each position is the token ``s(x_t)``. The posterior is the same, relabelled: the
   arithmetic can only be done after reading the header.
 
-``horizon`` K (training only): the episode's prediction positions are the first K, so the loss
-rewards only them; a tunnel without it scores every position (what evaluation uses).
+``horizon`` K (training only): the loss rewards the predictions of x_1 .. x_K (and of x_0, which is
+always uniform), so the episode's prediction positions are 0 .. K; a tunnel without it scores every
+position (what evaluation uses). K counts as the authors' loss horizon does: their models predict x_1
+.. x_{L-1}, and theirs rewards the first K of those.
 Every posterior is float64 and exact (tests check it against enumerating (a, b, x_0)).
 """
 from __future__ import annotations
@@ -90,9 +92,8 @@ class Recurrence(Tunnel):
     cards = {"recurrence": Card(
         "program identification", ("entropy_mae_bits", "max", 0.1),
         {"entropy_mae_bits": ("prior", "window-2"), "kl_bits": ("prior", "window-2")},
-        why="a tenth of a bit, far below the uniform guess (about 3 bits from the exact predictive); the prior "
-            "and the exact predictive of the last two values alone (which can only spot a fixed point) lack "
-            "the program",
+        why="a tenth of a bit, a small fraction of the prior's error; the prior and the exact predictive of the "
+            "last two values alone (which can only spot a fixed point) lack the program",
         in_table=False)}  # not yet a row of the primitives table: no lite checkpoint of every architecture
 
     def __init__(self, p: int = 17, length: int = 16, variant: str = "integer", horizon: int | None = None):
@@ -100,9 +101,10 @@ class Recurrence(Tunnel):
         self.length = check_int("length", length, 2, "at least two values")
         self.variant = check_choice("variant", variant, self.variants)
         if horizon is not None:
-            check_int("horizon", horizon, 1, f"1 <= horizon <= length ({length})")
-            if horizon > length:
-                raise ValueError(f"horizon must be <= length ({length}), got {horizon}")
+            check_int("horizon", horizon, 1, f"1 <= horizon <= length - 1 ({length - 1})")
+            if horizon > length - 1:
+                raise ValueError(f"horizon must be <= length - 1 ({length - 1}): it counts the predictions "
+                                 f"after x_0, got {horizon}")
         self.horizon = horizon
         self.header_len = p + 1 if variant == "opaque" else 1  # the permutation and SEP, or BOS
         self.BOS = self.SEP = p
@@ -110,7 +112,7 @@ class Recurrence(Tunnel):
         self.vocab_size = p + 1
         self.n_classes = p
         self.answer_tokens = tuple(range(p))
-        shown = length if horizon is None else horizon
+        shown = length if horizon is None else horizon + 1  # x_0 .. x_K
         self.positions = self.header_len - 1 + torch.arange(shown)
         # per episode: the (a, b) table (p^2 x length, int64 and bool) and the float64 posteriors
         self.episode_bytes = p * p * length * 18 + length * p * 24 + self.seq_len * 16
