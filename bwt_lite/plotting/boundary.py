@@ -100,7 +100,7 @@ def plot_class_posterior_read(read: dict[str, Sequence[float | None]], *, ax: Ax
             t, v = zip(*pts)
             ax.plot(t, v, style, color=color, ms=4, lw=1.2, label=label)
     ax.set_xlabel("position t")
-    ax.set_ylabel("P(recurrence | x_0 .. x_{t-1})")
+    ax.set_ylabel("P(recurrence | x_0 .. x_(t-1))")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return finish(fig, title)

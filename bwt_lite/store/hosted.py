@@ -66,6 +66,10 @@ REGISTRY: dict[str, HostedCheckpoint | None] = {
     "sticky-mlp-paper": None,
     "sticky-lstm-paper": None,
     "sticky-mamba-paper": None,
+    "recurrence-transformer-paper": None,
+    "recurrence-mlp-paper": None,
+    "recurrence-lstm-paper": None,
+    "recurrence-mamba-paper": None,
 }
 
 
