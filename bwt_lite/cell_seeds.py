@@ -79,11 +79,15 @@ def adds_alibi(name: str) -> bool:
     return re.search(r"(?<!-pos)-alibi(-|$)", name) is not None
 
 
-def cell_label(cell: dict[str, Any]) -> str:
+def cell_label(cell: dict[str, Any], short: bool = False) -> str:
     """"recall transformer", with " + ALiBi" where the recipe adds ALiBi's recency bias to the position table,
-    and the change from the recipe (``cell_seeds.py --change``, or an earlier recipe) in brackets."""
+    and the change from the recipe (``cell_seeds.py --change``, or an earlier recipe) in brackets; ``short``:
+    only its kind ("[earlier recipe]" or "[candidate]"), for a table column."""
     label = f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if adds_alibi(cell["name"]) else "")
-    return label + (f" [{cell['change']}]" if cell.get("change") else "")
+    change = cell.get("change")
+    if change and short:
+        change = "earlier recipe" if change.startswith("earlier recipe") else "candidate"
+    return label + (f" [{change}]" if change else "")
 
 
 def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[list[Any]]:
@@ -97,7 +101,7 @@ def seed_grid(table: dict[str, Any], metric: str = "entropy_mae_bits") -> list[l
         marks = [f"{by_seed[s][metric]:.4f}{'*' if by_seed[s]['realises'] else ''}" if s in by_seed else "-"
                  for s in range(5)]
         threads = threads_label(c["threads"])
-        rows.append([f"{cell_label(c)} ({threads})", c["train_episodes"], *marks,
+        rows.append([f"{cell_label(c, short=True)} ({threads})", c["train_episodes"], *marks,
                      f"{c['realised_seeds']} of {len(c['seeds'])}"])
     return rows
 
