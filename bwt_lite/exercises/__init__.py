@@ -4,6 +4,10 @@ A checker runs the student's function on seeded random inputs, compares the resu
 package's own answer, prints one line (a success line, or what is off and a hint) and returns a
 bool. A wrong or unfinished answer never raises. Import the module of the chapter, e.g.
 ``from bwt_lite.exercises.bayes_by_hand import check_posterior``.
+
+A chapter's exercise template raises ``NotImplementedError`` until the student writes it. The checker
+then prints :data:`YOUR_TURN`, with no hint: the built book runs the template, and a hint printed
+there would give the answer away before the student has tried.
 """
 from __future__ import annotations
 
@@ -12,10 +16,17 @@ from typing import Any, Callable
 import torch
 
 
+# What a checker prints for an exercise template not yet written (it raises NotImplementedError).
+YOUR_TURN = "Your turn: write the function in the cell above, then run this cell again."
+_NOT_WRITTEN = "\x00not written\x00"  # a message marker that report() turns into YOUR_TURN
+
+
 def call(fn: Callable, *args: Any) -> tuple[Any, str | None]:
     """Run a student's function: ``(result, None)``, or ``(None, message)`` if it raised."""
     try:
         return fn(*args), None
+    except NotImplementedError:  # the template, not yet written: no hint
+        return None, _NOT_WRITTEN
     except Exception as e:  # a student's unfinished code: report, never raise
         return None, f"your function raised {type(e).__name__}: {e}"
 
@@ -41,7 +52,10 @@ def answer_tensor(got: Any, shape: tuple[int, ...] | torch.Size, what: str, *,
 
 
 def report(ok: bool, message: str) -> bool:
-    """Print the one-line verdict and return ``ok``."""
+    """Print the one-line verdict and return ``ok`` (:data:`YOUR_TURN` for an unwritten template)."""
+    if not ok and _NOT_WRITTEN in message:
+        print(YOUR_TURN)
+        return False
     print(("Correct! " if ok else "Not yet: ") + message)
     return ok
 

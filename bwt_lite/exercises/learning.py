@@ -73,8 +73,7 @@ def check_leak_entropy(fn: Callable[[int, int, float], float]) -> bool:
     for n_ok, n_bad, eps in cases:
         got, err = call(fn, n_ok, n_bad, eps)
         if err:
-            print(err)
-            return False
+            return report(False, err)
         if got is None:
             return report(False, "your function returned None; return the entropy in bits")
         q = torch.tensor([(1 - eps) / n_ok] * n_ok + [eps / n_bad] * n_bad, dtype=torch.float64)
