@@ -284,11 +284,39 @@ def _settings(widget: Any) -> str:
     return ", ".join(parts)
 
 
-def _png_html(data: Any, metadata: Mapping[str, Any] | None) -> str:
+def figure_alt(fig: Any) -> str:
+    """Alt text for a matplotlib figure, read from what it draws: its title, and each panel's title,
+    axis labels and legend entries, e.g. ``"Entropy by position. Panel 1: x: position; y: entropy
+    (bits); lines: Bayes, transformer."``. Falls back to ``"A figure."`` when nothing is labelled."""
+    parts = []
+    title = getattr(getattr(fig, "_suptitle", None), "get_text", lambda: "")()
+    if title:
+        parts.append(title.rstrip(".") + ".")
+    axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    for i, ax in enumerate(axes, start=1):
+        bits = []
+        if ax.get_title():
+            bits.append(ax.get_title())
+        if ax.get_xlabel():
+            bits.append(f"x: {ax.get_xlabel()}")
+        if ax.get_ylabel():
+            bits.append(f"y: {ax.get_ylabel()}")
+        legend = ax.get_legend()
+        if legend is not None:
+            names = [t.get_text() for t in legend.get_texts() if t.get_text()]
+            if names:
+                bits.append("series: " + ", ".join(names))
+        if bits:
+            parts.append((f"Panel {i}: " if len(axes) > 1 else "") + "; ".join(bits) + ".")
+    text = " ".join(parts) or "A figure."
+    return re.sub(r"\$([^$]*)\$", r"\1", text)  # math in labels, without its dollar signs
+
+
+def _png_html(data: Any, metadata: Mapping[str, Any] | None, alt: str = "A figure of the interactive control.") -> str:
     b64 = base64.b64encode(data).decode("ascii") if isinstance(data, bytes) else str(data).strip()
     width = (metadata or {}).get("width")
     size = f' width="{int(width)}"' if width else ""
-    return (f'<img src="data:image/png;base64,{b64}"{size} alt="figure of the interactive control" '
+    return (f'<img src="data:image/png;base64,{b64}"{size} alt="{html.escape(alt)}" '
             f'style="max-width: 100%; height: auto">')
 
 
@@ -308,12 +336,15 @@ def static_view(widget: Any) -> str | None:
 
     before = set(plt.get_fignums())
     added = _ensure_figure_formatter()
+    show = plt.show
+    plt.show = lambda *args, **kw: None  # figures stay open, so their alt text is read from them below
     try:
         with capture_output(stderr=False) as captured:
             f(**kwargs)
     except Exception:  # a fallback must never break the cell; the book check reports a missing view
         return None
     finally:
+        plt.show = show
         if added is not None:
             added.pop(_figure_type())
     texts, images = [captured.stdout.rstrip("\n")] if captured.stdout.strip() else [], []
@@ -326,9 +357,10 @@ def static_view(widget: Any) -> str | None:
         fig = plt.figure(num)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=2 * fig.dpi, bbox_inches="tight")
-        plt.close(fig)
         # a 2x PNG shown at half its pixel width: the same size and sharpness as a retina figure
-        images.append(_png_html(buf.getvalue(), {"width": _png_width(buf.getvalue()) // 2}))
+        alt = figure_alt(fig)
+        plt.close(fig)
+        images.append(_png_html(buf.getvalue(), {"width": _png_width(buf.getvalue()) // 2}, alt))
     setting = _settings(widget)
     head = ('<p class="bwt-static-note"><em>Interactive figure, shown here at '
             f'{html.escape(setting) if setting else "its first setting"}.</em> '

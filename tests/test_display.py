@@ -125,13 +125,16 @@ def test_widgets_carry_a_static_view_of_their_current_setting(shell):
 def test_static_view_draws_figures_left_open():
     def show(n: int) -> None:
         print(f"n = {n}")
-        plt.plot(range(n))  # plt.show() outside a kernel leaves the figure open
+        plt.plot(range(n))
+        plt.xlabel("step")
+        plt.show()  # held back while the view is drawn, so the figure's alt text can be read
 
     w = ipywidgets.interactive(show, n=ipywidgets.IntSlider(value=3, min=1, max=9, description="points"))
     plt.close("all")
     html = D.static_view(w)
     assert "points = 3" in html and "<pre>n = 3</pre>" in html
     assert len(_img_widths(html)) == 1 and plt.get_fignums() == []
+    assert 'alt="x: step."' in html
 
 
 def test_static_view_of_a_failing_widget_is_none():
@@ -141,3 +144,24 @@ def test_static_view_of_a_failing_widget_is_none():
     w = ipywidgets.interactive(show, n=1)
     assert D.static_view(w) is None
     assert D.static_view(object()) is None
+
+
+def test_figure_alt_reads_titles_labels_and_legends():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2)
+    fig.suptitle("Entropy by position")
+    a.plot([0, 1], label="Bayes")
+    a.plot([1, 0], label="transformer")
+    a.set(xlabel="position", ylabel="entropy (bits)")
+    a.legend()
+    b.set_title("error, $\\log$ scale")
+    alt = D.figure_alt(fig)
+    plt.close(fig)
+    assert alt == ("Entropy by position. Panel 1: x: position; y: entropy (bits); series: Bayes, transformer. "
+                   "Panel 2: error, \\log scale.")
+    empty = plt.figure()
+    assert D.figure_alt(empty) == "A figure."
+    plt.close(empty)
