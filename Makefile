@@ -7,7 +7,7 @@ STAMP := $(VENV)/.bwt-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: venv book test check bench notebooks stress links release clean constraints
+.PHONY: venv book test check bench notebooks stress links release clean constraints mathjax
 
 # Seconds one notebook cell may run in tests and in the book build before it fails: the slowest
 # chapter cell takes under two minutes on 2 CPU cores, so a stalled kernel fails within minutes.
@@ -102,3 +102,17 @@ constraints: venv
 
 clean:
 	rm -rf _build
+
+# Maintainers: refresh the copy of MathJax that ships with the book (book/assets/mathjax, copied into
+# the build's _static by Sphinx; _config.yml's mathjax_path points at it), so pages typeset math with
+# no network. Takes the pinned release from the npm registry (npm pack, which checks the registry's
+# integrity hash): the combined TeX component, its fonts and the TeX extensions it loads on demand.
+MATHJAX_VERSION := 3.2.2
+mathjax:
+	rm -rf _build/mathjax && mkdir -p _build/mathjax
+	cd _build/mathjax && npm pack --silent mathjax@$(MATHJAX_VERSION) && tar xzf mathjax-$(MATHJAX_VERSION).tgz
+	rm -rf book/assets/mathjax && mkdir -p book/assets/mathjax/output/chtml/fonts book/assets/mathjax/input/tex
+	cp _build/mathjax/package/es5/tex-mml-chtml.js _build/mathjax/package/LICENSE book/assets/mathjax/
+	cp -r _build/mathjax/package/es5/output/chtml/fonts/woff-v2 book/assets/mathjax/output/chtml/fonts/
+	cp -r _build/mathjax/package/es5/input/tex/extensions book/assets/mathjax/input/tex/
+	echo $(MATHJAX_VERSION) > book/assets/mathjax/VERSION

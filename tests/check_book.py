@@ -18,6 +18,8 @@ What a student reads, on every page of the table of contents (the HTML, parsed w
   column (:func:`table_min_width`);
 - no stray ``$`` in the prose: math that MyST did not parse (``$$`` inside a paragraph) shows its
   dollar signs;
+- a chapter's core path fits a sitting: at most ``prose_words.MAX_WORDS`` words of prose on first
+  load (collapsed dropdowns, hidden cells and solutions aside), and no checker hint on the page;
 - no raw MyST roles in the prose (``{term}`...``` that MyST did not parse shows its braces);
 - no nbval markers in the cells (``NBVAL_...`` comments belong in cell tags) and no bare
   ``True``/``False`` output (a checker's return value echoed);
@@ -266,6 +268,43 @@ def page_problems(page: Path, rel: str, strict: bool = STRICT_FIGURE_WIDTH) -> l
     return out
 
 
+# Checker hints a page must not print: the exercise templates raise NotImplementedError, so the book
+# shows bwt_lite.exercises.YOUR_TURN, never "Not yet: <hint>".
+HINT = "Not yet: "
+
+
+def first_load_words(page: Path) -> int:
+    """Words of prose a reader sees when the page loads: the article without code cells, their
+    outputs, math, and anything collapsed (``<details>``: dropdowns, hidden cells, solutions).
+    tests/prose_words.py counts the same from the notebook."""
+    from bs4 import BeautifulSoup
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from prose_words import _WORD
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    article = soup.find("article") or soup.body or soup
+    for hidden in article.select("details, .cell_input, .cell_output, pre, .math, script, style, "
+                                 ".headerlink, .prev-next-area, .sd-summary-title"):
+        hidden.decompose()
+    return len(_WORD.findall(article.get_text(" ")))
+
+
+def chapter_page_problems(page: Path, rel: str) -> list[str]:
+    """A chapter page's core path: at most MAX_WORDS of prose on first load, and no checker hint."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from prose_words import MAX_WORDS
+
+    out = []
+    words = first_load_words(page)
+    if words > MAX_WORDS:
+        out.append(f"{rel}: {words} words of prose on first load (at most {MAX_WORDS}); move the audit "
+                   "into the collapsed 'Going further' section")
+    if HINT in page.read_text(encoding="utf-8"):
+        out.append(f"{rel}: prints a checker hint ({HINT!r}): its exercise template should raise NotImplementedError")
+    return out
+
+
 def problems(build: Path, root: Path = ROOT, execution: bool = True, strict: bool = STRICT_FIGURE_WIDTH) -> list[str]:
     """Everything wrong with the book built into ``build`` (warnings start with :data:`WARNING`);
     no errors when it is sound. ``execution=False`` skips the execution cache (a book built with
@@ -280,6 +319,8 @@ def problems(build: Path, root: Path = ROOT, execution: bool = True, strict: boo
             continue
         if src in chapters and "cell_output" not in page.read_text(encoding="utf-8"):
             out.append(f"{rel}: page {page} shows no output")
+        if src in chapters:
+            out += chapter_page_problems(page, str(rel))
         out += page_problems(page, str(rel), strict)
     return out
 

@@ -120,7 +120,8 @@ def forget(chapters: list[str]) -> None:
 
 
 def build_book() -> int:
-    """``jupyter-book build . -W --keep-going``; stalled chapters once more; then ``tests/check_book.py``."""
+    """``jupyter-book build . -W --keep-going``; stalled chapters once more; then ``tests/check_book.py``
+    and ``tests/check_browser.py``."""
     build = [str(Path(sys.executable).with_name("jupyter-book")), "build", ".", "-W", "--keep-going"]
     forget_retries("make book")
     rc = subprocess.call(build, cwd=ROOT)
@@ -134,7 +135,10 @@ def build_book() -> int:
         record_retry("make book", chapters, why, rc == 0 and not book_stalls())
     if rc != 0:
         return rc
-    return subprocess.call([sys.executable, str(ROOT / "tests" / "check_book.py")], cwd=ROOT)
+    rc = subprocess.call([sys.executable, str(ROOT / "tests" / "check_book.py")], cwd=ROOT)
+    # the pages rendered in headless Chromium, offline: math typeset, code within the column
+    browser = subprocess.call([sys.executable, str(ROOT / "tests" / "check_browser.py")], cwd=ROOT)
+    return rc or browser
 
 
 def main(argv: list[str]) -> int:
