@@ -8,7 +8,9 @@ metrics take: class probabilities (B, P, C) float64 for categorical tunnels, ``(
 float64 for Gaussian ones. :func:`evaluate_baseline` scores it with :func:`bwt_lite.evaluate.evaluate`,
 the same code and the same held-out episodes as the models.
 
-Baselines by tunnel (names as in :func:`baseline_names`; ``window-w`` etc. are the table's ``arch``):
+Each tunnel declares its baselines on its class (``baselines``: name -> function here; ``window_baseline``
+and ``window_range``: its window ladder), so nothing here dispatches on the tunnel's type. Baselines by
+tunnel (names as in :func:`baseline_names`; ``window-w`` etc. are the table's ``arch``):
 
 - hmm: ``window-w`` for w = 0..``max_window``: the exact belief from the last w symbols only
   (:func:`window_filter`, built on :func:`bwt_lite.tunnels.hmm.recent_filter`); ``window-0`` is the
@@ -21,6 +23,8 @@ Baselines by tunnel (names as in :func:`baseline_names`; ``window-w`` etc. are t
   entropy exactly ``log2(V - t)`` at key t, but a shape that ignores which values were revealed.
 - sticky (Paper II): ``window-w`` (:func:`sticky_window`); ``window-0`` is the chain's marginal,
   uniform over the symbols (the chain is circulant, so its stationary distribution is uniform).
+- recurrence: ``prior`` and ``window-1`` .. ``window-4`` (:func:`recurrence_window`): the exact
+  predictive of the last w values alone.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .arguments import check_choice, check_int
+from .arguments import check_int
 from .evaluate import EvalResult, evaluate
 from .tunnels import HMM, Bijection, Episodes, Recall, Recurrence, Regression, Sticky, Tunnel
 from .tunnels.hmm import recent_filter
@@ -239,42 +243,36 @@ def recurrence_window(tunnel: Recurrence, episodes: Episodes, window: int) -> Te
 
 
 def baseline_names(tunnel: Tunnel, max_window: int = DEFAULT_MAX_WINDOW) -> list[str]:
-    """The baselines of ``tunnel``, weakest first (``max_window``: the top of a window ladder)."""
+    """The baselines of ``tunnel``, weakest first (``max_window``: the top of a window ladder), as the
+    tunnel declares them (:attr:`bwt_lite.tunnels.Tunnel.baselines` and its window ladder)."""
     max_window = check_int("max_window", max_window, 0)
-    if isinstance(tunnel, (HMM, Sticky)):
-        return [f"window-{w}" for w in range(max_window + 1)]
-    if isinstance(tunnel, Recurrence):
-        return ["prior"] + [f"window-{w}" for w in range(1, min(max_window, 4) + 1)]
-    if isinstance(tunnel, Recall):
-        return ["prior", "reader-no-binding"]
-    if isinstance(tunnel, Regression):
-        return ["prior", "one-pair"]
-    if isinstance(tunnel, Bijection):
-        return ["prior"] + (["right-entropy"] if tunnel.variant == "separate" else [])
-    raise ValueError(f"no baselines for {type(tunnel).__name__}")
+    names = list(tunnel.baseline_functions())
+    if tunnel.window_baseline is not None:
+        low, high = tunnel.window_range
+        top = max_window if high is None else min(max_window, high)
+        names += [f"window-{w}" for w in range(low, top + 1)]
+    if not names:
+        raise ValueError(f"no baselines for {type(tunnel).__name__}")
+    return names
 
 
 def baseline_fn(tunnel: Tunnel, name: str) -> BaselineFn:
-    """The function ``(tunnel, episodes) -> prediction`` of the baseline ``name`` of ``tunnel``."""
-    if isinstance(tunnel, (HMM, Sticky)) or (isinstance(tunnel, Recurrence) and name != "prior"):
-        match = re.fullmatch(r"window-(\d+)", name)
-        if match is None:
-            raise ValueError(f"unknown baseline {name!r}; allowed: window-w for a window of w >= 0 symbols")
-        f = window_filter if isinstance(tunnel, HMM) else (sticky_window if isinstance(tunnel, Sticky)
-                                                           else recurrence_window)
-        w = int(match.group(1))
-        return lambda t, ep: f(t, ep, w)
-    table: dict[str, BaselineFn] = {}
-    if isinstance(tunnel, Regression):
-        table = {"prior": regression_prior, "one-pair": one_pair_predictive}
-    elif isinstance(tunnel, Recall):
-        table = {"prior": uniform_prior, "reader-no-binding": reader_no_binding}
-    elif isinstance(tunnel, Bijection):
-        table = {"prior": uniform_prior, "right-entropy": right_entropy}
-    elif isinstance(tunnel, Recurrence):
-        table = {"prior": uniform_prior}
-    check_choice("baseline", name, baseline_names(tunnel))
-    return table[name]
+    """The function ``(tunnel, episodes) -> prediction`` of the baseline ``name`` of ``tunnel``. A
+    window ladder has no top here: ``window-12`` of an HMM is the belief from its last 12 symbols."""
+    match = re.fullmatch(r"window-(\d+)", name)
+    if tunnel.window_baseline is not None and match is not None:
+        w, (low, high) = int(match.group(1)), tunnel.window_range
+        if w >= low and (high is None or w <= high):
+            window = globals()[tunnel.window_baseline]
+            return lambda t, ep: window(t, ep, w)
+    named = tunnel.baseline_functions()
+    if name not in named:
+        ladder = "" if tunnel.window_baseline is None else (
+            f", or window-w for w >= {tunnel.window_range[0]}" + (
+                f" up to {tunnel.window_range[1]}" if tunnel.window_range[1] is not None else ""))
+        raise ValueError(f"unknown baseline {name!r} for {type(tunnel).__name__}; allowed: "
+                         f"{', '.join(named) or '(none named)'}{ladder}")
+    return globals()[named[name]]
 
 
 def probs_to_logits(probs: Tensor) -> Tensor:

@@ -208,3 +208,16 @@ def test_the_other_cells_need_half_the_strongest_baseline():
     assert reproduce.compare_with_baselines("recall", {"accuracy": 0.978}, rec)["beats"] is None
     with pytest.raises(ValueError, match="no reference baseline"):
         reproduce.compare_with_baselines("regression", {"entropy_mae_bits": 0.1}, {"window-2": BASES["window-2"]})
+
+
+def test_every_tunnel_declares_baselines_that_exist():
+    """Each tunnel names its baselines on its class; every name resolves to a function here, and
+    no tunnel is left without one."""
+    from bwt_lite.tunnels import TUNNELS
+
+    for name, cls in TUNNELS.items():
+        t = make_tunnel(name)
+        declared = list(t.baseline_functions().values()) + [t.window_baseline] * (t.window_baseline is not None)
+        assert declared and all(callable(getattr(bl, f, None)) for f in declared), name
+        for b in bl.baseline_names(t):
+            assert callable(bl.baseline_fn(t, b)), (name, b)

@@ -68,12 +68,13 @@ def test_chapter_standards(path):
 # ------------------------------------------------------------------------------------------------
 # The exercise format (documented in book/instructors.md, "The exercise format"):
 #   ### Exercise <chapter>.<n>[ (optional)]: <title>
-#   *Difficulty: ●○○, about 10 minutes.*          (●○○, ●●○ or ●●●; the time budget in minutes)
-#   ...the task, then a code cell that calls a checker from bwt_lite.exercises...
+#   *Difficulty: ●○○ · Importance: ●●○ · about 10 minutes.*   (●○○, ●●○ or ●●●; the time box in minutes)
+#   ...the task, a template code cell that raises NotImplementedError (so the built book prints
+#   no hint), then a code cell that calls a checker from bwt_lite.exercises...
 #   <details><summary>Solution</summary> ... </details>   (before the next exercise)
 
 EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+)( \(optional\))?: \S.*$", re.M)
-DIFFICULTY = re.compile(r"^\*Difficulty: (●○○|●●○|●●●), about (\d+) minutes\.\*$")
+DIFFICULTY = re.compile(r"^\*Difficulty: (●○○|●●○|●●●) · Importance: (●○○|●●○|●●●) · about (\d+) minutes\.\*$")
 CHECKER_CALL = re.compile(r"\b(check_\w+)\(")
 
 
@@ -128,8 +129,11 @@ def test_exercises_follow_the_format(path):
         label = match.group(0)
         assert (int(match.group(1)), int(match.group(2))) == (chapter, n), f"{label}: expected Exercise {chapter}.{n}"
         first = [line for line in parts[0][1].splitlines()[1:] if line.strip()][0]
-        assert DIFFICULTY.match(first), f"{label}: the line after the heading must be like '*Difficulty: ●●○, about 15 minutes.*', got {first!r}"
-        assert 1 <= int(DIFFICULTY.match(first).group(2)) <= 120
+        assert DIFFICULTY.match(first), (f"{label}: the line after the heading must be like "
+                                         f"'*Difficulty: ●●○ · Importance: ●●● · about 15 minutes.*', got {first!r}")
+        assert 1 <= int(DIFFICULTY.match(first).group(3)) <= 120
+        assert any("raise NotImplementedError" in text for kind, text in parts if kind == "code"), (
+            f"{label}: the template the student fills in raises NotImplementedError, so the book prints no hint")
         calls = [c for kind, text in parts if kind == "code" for c in CHECKER_CALL.findall(text)]
         assert calls, f"{label}: a code cell must call a checker from bwt_lite.exercises"
         assert all(c in checkers for c in calls), f"{label}: unknown checker(s) {[c for c in calls if c not in checkers]}"
@@ -231,7 +235,10 @@ def test_book_stylesheet_and_widget_settings():
     static = sphinx["html_static_path"]
     assert all((ROOT / d).is_dir() for d in static)
     assert all(any((ROOT / d / css).is_file() for d in static) for css in sphinx["html_css_files"])
-    assert not any(p.suffix == ".js" for d in static for p in (ROOT / d).rglob("*"))  # see bwt.css
+    # no JavaScript but the book's copy of MathJax (loaded through mathjax_path), and no root _static
+    # folder, whose every .js Jupyter Book would load on every page (see bwt.css)
+    assert not any(p.suffix == ".js" and "mathjax" not in p.parts for d in static for p in (ROOT / d).rglob("*"))
+    assert not (ROOT / "_static").exists()
     css = "".join((ROOT / d / c).read_text() for d in static for c in sphinx["html_css_files"]
                   if (ROOT / d / c).is_file())
     assert re.search(r"\.cell_output pre\s*\{[^}]*white-space:\s*pre-wrap", css)

@@ -137,6 +137,12 @@ class Tunnel:
     length_arg: ClassVar[str | None] = None  # constructor argument that sets the episode length (eval --length)
     accuracy_on: ClassVar[str] = "all"  # "all" positions, or "certain": where Bayes is a point mass (recall)
     cards: ClassVar[dict[str, Card]] = {}  # the primitives table's cells of this tunnel, by cell name
+    # Its exact baselines (bwt_lite.baselines), weakest first: named ones (baseline name -> the name of
+    # its function in bwt_lite.baselines), then, where ``window_baseline`` names a function, the ladder
+    # window-w for w = ``window_range[0]`` .. min(the caller's top, ``window_range[1]``, if set).
+    baselines: ClassVar[dict[str, str]] = {"prior": "uniform_prior"}
+    window_baseline: ClassVar[str | None] = None
+    window_range: ClassVar[tuple[int, int | None]] = (0, None)
 
     # Filled in by subclasses' __init__:
     seq_len: int  # T, tokens per episode
@@ -150,6 +156,10 @@ class Tunnel:
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Episodes:
         raise NotImplementedError
+
+    def baseline_functions(self) -> dict[str, str]:
+        """This instance's named baselines (:attr:`baselines`; a variant may have fewer)."""
+        return dict(self.baselines)
 
     @property
     def max_batch_size(self) -> int:

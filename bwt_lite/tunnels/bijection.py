@@ -26,12 +26,17 @@ class Bijection(Tunnel):
     name = "bijection"
     variants = ("separate", "paired", "replacement")
     length_arg = "L"
+    baselines = {"prior": "uniform_prior", "right-entropy": "right_entropy"}
     cards = {"bijection": Card(
         "accumulation", ("entropy_mae_bits", "max", 0.1),
         {"entropy_mae_bits": ("prior",), "kl_bits": ("prior", "right-entropy")},
         why="a tenth of the 1.107-bit plateau of a model that ignores the context; the prior (uniform over V) "
             "lacks accumulation, and for KL so does right-entropy, which has Bayes' entropy by construction "
             "(entropy MAE 0) but eliminates nothing")}
+
+    def baseline_functions(self) -> dict[str, str]:
+        """right-entropy needs Bayes' entropy log2(V - t) at key t: the ``separate`` variant only."""
+        return {k: v for k, v in self.baselines.items() if k != "right-entropy" or self.variant == "separate"}
 
     def __init__(self, V: int = 20, L: int = 19, variant: str = "separate"):
         self.V = check_int("V", V, 2, "at least two values")

@@ -340,12 +340,11 @@ def tokenize(T_hundredths: Tensor, E_hundredths: Tensor, obs: Tensor) -> Tensor:
 
 
 class HMM(Tunnel):
-    name = "hmm"
-    kind = "categorical"
-    variants = ("default", "slow")
+    name, kind, variants = "hmm", "categorical", ("default", "slow")
     length_arg = "K"  # observations per episode (K = 30, 50 for length generalisation)
     # Transport: below every window listed, the longest (0.0026 bits at 4 symbols; 0.0039 at 12 on the slow
     # HMM) included. Thresholds: half the MLP control's 0.41 bits; half the slow HMM's uniform plateau (0.37).
+    baselines, window_baseline = {}, "window_filter"  # the window filters alone (window-0: the marginal)
     cards = {"hmm": Card("transport", ("entropy_mae_bits", "max", 0.2), window_references(4), 1.0, 4),
              "hmm-slow": Card("transport", ("entropy_mae_bits", "max", 0.18), window_references(12), 1.0, 12, "slow")}
     TRANS, EMIT, SEP, OBS = 96, 97, 98, 99

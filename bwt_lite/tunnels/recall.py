@@ -61,6 +61,7 @@ class Recall(Tunnel):
     variants = ("default", "mqar")
     length_arg = "L"  # episode length of the default variant (mqar's is set by n_pairs, gap, n_queries)
     accuracy_on = "certain"  # top-1 accuracy is scored on recalls: point-mass posteriors (seen keys)
+    baselines = {"prior": "uniform_prior", "reader-no-binding": "reader_no_binding"}
     cards = {"recall": Card(
         "binding", ("accuracy", "min", 0.9),
         {"entropy_mae_bits": ("prior", "reader-no-binding"), "kl_bits": ("prior", "reader-no-binding")},

@@ -89,6 +89,9 @@ class Recurrence(Tunnel):
     kind = "categorical"
     variants = ("integer", "opaque")
     length_arg = "length"
+    # the prior, then the exact predictive of the last 1-4 values (window-0 would be the prior again)
+    window_baseline = "recurrence_window"
+    window_range = (1, 4)
     cards = {"recurrence": Card(
         "program identification", ("entropy_mae_bits", "max", 0.1),
         {"entropy_mae_bits": ("prior", "window-2"), "kl_bits": ("prior", "window-2")},

@@ -141,6 +141,7 @@ class Regression(Tunnel):
     kind = "gaussian"
     variants = ("pairs", "interleaved")
     length_arg = "N"
+    baselines = {"prior": "regression_prior", "one-pair": "one_pair_predictive"}
     cards = {"regression": Card(
         "continuous accumulation", ("entropy_mae_bits", "max", 0.25),
         {"entropy_mae_bits": ("prior", "one-pair"), "kl_bits": ("prior", "one-pair")},

@@ -108,6 +108,8 @@ class Sticky(Tunnel):
     kind = "categorical"
     variants = ("default",)
     length_arg = "L"
+    baselines = {}  # the window predictors alone: window-0 is the chain's marginal
+    window_baseline = "sticky_window"
 
     def __init__(self, S: int = 8, d: int = 20, L: int = 64, stay: float = 0.3, noise: float = 1.0,
                  means_seed: int = 0, variant: str = "default"):
