@@ -186,7 +186,7 @@ def _solutions() -> str:
 
 
 def _stand_ins() -> str:
-    return "\n".join(src for src, kind in _notebook_cells() if kind == "code" and "# YOUR CODE HERE" in src)
+    return "\n".join(src for src, kind in _notebook_cells() if kind == "code" and "raise NotImplementedError" in src)
 
 
 CHECKS = {"my_posterior": check_posterior, "my_staircase": check_entropy_staircase,
@@ -201,7 +201,7 @@ def test_notebook_solutions_pass_and_stand_ins_fail(capsys):
         assert checker(solutions[name]) is True, name
         assert checker(stand_ins[name]) is False, name
     out = capsys.readouterr().out
-    assert out.count("Correct! ") == 4 and out.count("Not yet: ") == 4
+    assert out.count("Correct! ") == 4 and out.count("Your turn: ") == 4 and "Not yet: " not in out
 
 
 def test_notebook_exercises_are_arena_style():
