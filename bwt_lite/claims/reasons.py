@@ -1,0 +1,306 @@
+"""The scorecard for a reader who has not read the rules: each verdict's reason as a plain sentence
+(:func:`plain_reason`), the verdicts counted by part of the book (:data:`PARTS`, :func:`by_part`), and
+the two HTML views the book shows: the short summary of the start page (:func:`summary_html`) and the
+full table of the scorecard page (:func:`reader_table_html`).
+
+The plain sentence is built from a row's fields (its verdict, its ``details``, the paper's value and
+ours); the row's own ``reason``, the exact measurement behind the verdict, is left as it is and shown
+beside it. Nothing here decides a verdict: the rules are in :mod:`.rules` and the ``rows_*`` functions.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+from .catalogue import Claim
+from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
+from .rules import ACCURACY_POINTS, FACTOR, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS
+from .scoring import VERDICT_COLOURS, counts
+
+# The parts of the book (the captions of _toc.yml) and the chapters in each; tests/test_claim_reasons.py
+# checks them against _toc.yml.
+PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("Belief accumulation", (1, 2)),
+    ("Three more wind tunnels", (3, 4, 5)),
+    ("Three primitives, four architectures", (6,)),
+    ("The geometry of Bayesian attention", (7, 8, 9, 10)),
+    ("Paper II: why gradients make it Bayesian", (11,)),
+    ("Paper III: the same geometry in language models", (12,)),
+    ("Where in-context Bayes stops", (13,)),
+)
+
+# What each tunnel's model must do, in plain words (the cells of Paper I's architecture table).
+TASKS = {
+    "bijection": "rules out the values already used, as the exact posterior does",
+    "hmm": "tracks the hidden state as the exact filter does",
+    "recall": "recalls the value stored under each key",
+}
+
+# Each reference baseline in plain words: what a model must beat to show it does more than a shortcut.
+BASELINES = {
+    "prior": "a predictor that ignores the context",
+    "right-entropy": "a predictor that knows how unsure to be but not which values are used up",
+    "reader-no-binding": "a reader that knows the keys and values seen but not which key holds which",
+    "one-pair": "the exact answer from the last pair alone",
+}
+
+# What each claim that is not an architecture cell is tested by, in plain words.
+TESTS = {
+    "hmm-length": "We run the HMM model on episodes longer than those it was trained on (30 and 50 steps instead "
+                  "of 20) and ask whether it still beats every short-memory filter past step 20, and whether "
+                  "its error stays within 3x of the paper's.",
+    "keys-orthogonal": "We compare the keys of the trained model with those of the same model before training: "
+                       "they must be more orthogonal after training, and by at least half the paper's drop.",
+    "frame-head": "We switch off each first-layer attention head in turn: every one must raise the error by "
+                  "more than 10 %, and the weakest by at least a third of the paper's amount.",
+    "qk-sharpening": "We measure, layer by layer, how spread out each query's attention is and how well it "
+                     "lines up with the values already ruled out: attention should narrow and alignment grow "
+                     "with depth.",
+    "layer-ablation": "We skip each layer in turn: the paper's own criterion is that every removal raises the "
+                      "error more than tenfold.",
+    "value-manifold-pc1": "We take the main direction (PC1) of the last layer's representation and ask whether it "
+                          "holds more than 80 % of the variance, both over all points and over the averages per "
+                          "position (the paper does not say which).",
+    "manifold-unfurling": "We follow the same share of variance through training, both ways of counting: it "
+                          "should grow from the start of training to the end.",
+    "frame-precision": "We follow a training run: the pattern of keys should settle in the first half of "
+                       "training while the error keeps falling at least threefold afterwards.",
+    "belief-probes": "We fit a linear read-out of the exact posterior at every layer: it should read almost "
+                     "nothing at the input, rise with depth, and read most of it at the end, better than a "
+                     "read-out of the last one or two symbols.",
+    "mamba-simplex": "We ask how well the uncertainty of the exact belief can be read from each model's final "
+                     "representation: Mamba's should carry it, within 3x of the paper's score, and clearly "
+                     "more than the LSTM's.",
+    "em-speedup": "We train small attention heads from five seeds with plain gradient descent and with a ten "
+                  "times larger learning rate on the values, and time how soon each reaches plain training's "
+                  "final loss; the speed-up counts if it is within 1.5x of the paper's.",
+    "llm-keys-orthogonal": "On a pretrained language model, the keys of every layer should be nearly "
+                           "orthogonal, more so than in the same network at random initialisation.",
+    "llm-attention-focusing": "On a pretrained language model, attention should narrow with depth.",
+    "llm-value-manifold": "On a pretrained language model, the last layer's values should lie close to a plane.",
+    "llm-sula": "On a pretrained language model, the model's uncertainty should follow the exact posterior's on "
+                "prompts built for the purpose (SULA).",
+    "recurrence-integer": "The model must predict the next value clearly better than the best shortcuts (the "
+                          "prior, and the exact answer from the last two values alone), and within 3x of the "
+                          "authors' error.",
+    "recurrence-opaque": "With the numbers relabelled afresh in every episode, the model should fail to do "
+                         "better than the shortcuts, as the authors' did.",
+    "recurrence-horizon-5": "Trained to predict only the first 5 values, the model should be near the exact "
+                            "answer there (under 0.1 bits) and close to knowing nothing beyond them.",
+    "recurrence-horizon-3": "Trained to predict only the first 3 values, the model should be near the exact "
+                            "answer there (under 0.1 bits) and close to knowing nothing beyond them.",
+}
+
+# What "partly" means for each claim of TESTS: which part held and which did not.
+PARTLY_WHY = {
+    "hmm-length": "Past step 20 it still beats the short-memory filters, but its error is not within 3x of the "
+                  "paper's at every length: partly.",
+    "keys-orthogonal": "The keys do become more orthogonal, but by less than half the paper's drop: partly.",
+    "frame-head": "Every head matters, but the weakest far less than in the paper: partly.",
+    "qk-sharpening": "One of the two trends holds and the other does not: partly.",
+    "layer-ablation": "Every layer matters, but not every one tenfold: partly.",
+    "value-manifold-pc1": "It holds one way of counting and not the other: partly.",
+    "manifold-unfurling": "The share grows one way of counting and not the other: partly.",
+    "frame-precision": "The frame settles early, but the error does not keep falling threefold on every "
+                       "measure: partly.",
+    "belief-probes": "The read-out rises with depth, but does not end high enough, or does no better than a "
+                     "read-out of the last symbols: partly.",
+    "mamba-simplex": "Mamba carries more than the LSTM, but not within 3x of the paper's score, or not more "
+                     "than a read-out of the last symbols: partly.",
+    "em-speedup": "The larger learning rate on the values is faster, but not by the paper's factor: partly.",
+    "recurrence-integer": "It beats the shortcuts, but its error is not within 3x of the authors': partly.",
+    "recurrence-opaque": "It fails as the authors' did, but its error is not within 3x of theirs: partly.",
+    "recurrence-horizon-5": "Only one of the two halves holds, or the error beyond the horizon is not within "
+                            "3x of the authors': partly.",
+    "recurrence-horizon-3": "Only one of the two halves holds, or the error beyond the horizon is not within "
+                            "3x of the authors': partly.",
+}
+
+# What "not reproduced" means for each claim of TESTS: which part failed.
+NOT_WHY = {
+    "hmm-length": "Past step 20 it no longer beats the short-memory filters.",
+    "keys-orthogonal": "After training the keys are no more orthogonal than before it.",
+    "frame-head": "Some heads can be switched off without raising the error.",
+    "qk-sharpening": "Neither trend holds.",
+    "layer-ablation": "Skipping some layer does not raise the error at all.",
+    "value-manifold-pc1": "PC1 holds less than 80 % either way of counting.",
+    "manifold-unfurling": "The share does not grow either way of counting.",
+    "frame-precision": "The frame does not settle early, or the error stops falling once it has.",
+    "belief-probes": "The read-out does not start near zero and rise with depth.",
+    "mamba-simplex": "Mamba's representation carries no more of the uncertainty than the LSTM's.",
+    "em-speedup": "The larger learning rate on the values is not faster.",
+    "recurrence-integer": "It does not clearly beat the shortcuts.",
+    "recurrence-opaque": "Unlike the authors' model, it clearly beats the shortcuts.",
+    "recurrence-horizon-5": "Neither half holds.",
+    "recurrence-horizon-3": "Neither half holds.",
+}
+
+# What a verdict means for a claim whose test is described in TESTS.
+ENDINGS = {
+    REPRODUCED: "It holds, and by about the paper's amount.",
+    PARTLY: "It holds only partly: in direction but not in size, or in some of its parts and not others "
+            "(the measurement says which).",
+    NOT_REPRODUCED: "It does not hold in our models.",
+    NOT_TESTABLE: "It could not be measured here: no pretrained language model can be downloaded where this "
+                  "book is built, and the course's small stand-in model never counts as evidence.",
+}
+
+
+def chapter_number(row: Claim) -> int:
+    """The number of the chapter that shows the row's measurement (``"02_..."`` -> 2)."""
+    return int(row.chapter.split("_")[0])
+
+
+def part_of(row: Claim) -> str:
+    """The caption of the part of the book the row's chapter belongs to."""
+    n = chapter_number(row)
+    for caption, chapters in PARTS:
+        if n in chapters:
+            return caption
+    raise ValueError(f"chapter {n} of {row.id} is in no part of PARTS")
+
+
+def chapters_text(chapters: Sequence[int]) -> str:
+    """``"chapter 6"``, ``"chapters 1-2"``, ``"chapters 7-10"``."""
+    return f"chapter {chapters[0]}" if len(chapters) == 1 else f"chapters {chapters[0]}-{chapters[-1]}"
+
+
+def by_part(rows: Sequence[Claim]) -> list[dict[str, Any]]:
+    """The verdicts counted per part of the book, in book order, for the parts that have rows: dicts with
+    ``part`` (caption), ``chapters`` (their numbers), ``claims`` (how many rows) and ``counts``."""
+    out = []
+    for caption, chapters in PARTS:
+        mine = [r for r in rows if part_of(r) == caption]
+        if mine:
+            out.append({"part": caption, "chapters": chapters, "claims": len(mine), "counts": counts(mine)})
+    return out
+
+
+def counts_text(c: dict[str, int]) -> str:
+    """``"3 reproduced, 1 partly"``: the verdicts that occur, in :data:`VERDICTS` order."""
+    return ", ".join(f"{n} {v}" for v, n in c.items() if n) or "no claims"
+
+
+def _factor(ours: float, paper: float) -> str:
+    r = ours / paper
+    if 0.95 <= r <= 1.05:
+        return "about the paper's error"
+    if r >= 1:
+        return f"{r:.2g}x the paper's error"
+    return f"{1 / r:.2g}x smaller than the paper's error"
+
+
+def _baseline_words(name: str) -> str:
+    if name.startswith("window-"):
+        w = int(name.removeprefix("window-"))
+        if w == 0:
+            return "a filter that reads no symbol at all"
+        return f"an exact filter that reads only the last {'symbol' if w == 1 else f'{w} symbols'}"
+    return BASELINES.get(name, name)
+
+
+def _cell_reason(row: Claim) -> str:
+    """An architecture cell (bijection, HMM, recall): does our model do the task, beat the shortcut that
+    lacks the mechanism, and come near the paper's number?"""
+    d = row.details
+    tunnel = row.id.split("-")[0]
+    task = TASKS.get(tunnel, "does the task")
+    is_acc = d.get("paper_unit") == "% accuracy"
+    ours = d["ours"]
+    paper = d["paper"]
+    if is_acc:
+        size = (f"its accuracy, {100 * ours['accuracy']:.1f} %, is "
+                f"{'within' if d['size_holds'] else 'more than'} {ACCURACY_POINTS:g} points "
+                f"{'of' if d['size_holds'] else 'away from'} the paper's {paper:g} %")
+    else:
+        size = (f"its error is {_factor(ours['entropy_mae_bits'], paper)} "
+                f"({'within' if d['size_holds'] else 'outside'} the {FACTOR:g}x allowed)")
+    bar = d.get("bars", {}).get("entropy_mae_bits", {}).get("baseline")
+    if tunnel == "hmm":  # transport is judged against every window filter of the ladder
+        shortcut = "every exact filter that reads only the last few symbols"
+    else:
+        shortcut = _baseline_words(bar) if bar else "the shortcuts that lack the mechanism"
+    if d["paper_succeeds"] and d["ours_realises"]:
+        s = f"Our model {task}: it clearly beats {shortcut}, and {size}."
+    elif d["paper_succeeds"]:
+        s = f"The paper's model {task}; ours does not: it does not clearly beat {shortcut}."
+    elif d["ours_passes_threshold"]:
+        s = "The paper reports that this model fails at the task, but ours succeeds."
+    else:
+        s = f"Like the paper's, our model fails at the task, and {size}."
+    slow = d.get("slow_hmm")
+    if slow is not None:
+        s += (" On a slower-mixing HMM, where a short memory is not enough, it "
+              f"{'does track the hidden state' if slow.get('realises') else 'does not track the hidden state either'}.")
+        if row.verdict == PARTLY and d["paper_succeeds"] and not d["ours_realises"]:
+            s += " Succeeding there but not on the paper's HMM counts as partly."
+    if d.get("second_size_holds") is False and d["ours_realises"]:
+        s += (f" But it is more than {FACTOR:g}x away from the smaller number the paper's abstract gives, "
+              "so it counts as partly.")
+    elif d.get("seeds_hold") is False:
+        s += " Fewer than 4 of 5 training runs from other seeds manage it, so it counts only as partly."
+    elif row.verdict == PARTLY and not d["size_holds"] and (d["ours_realises"] or not d["paper_succeeds"]):
+        s += " Right direction, different size: partly."
+    return s
+
+
+def plain_reason(row: Claim) -> str:
+    """The row's verdict explained in plain words, for a reader who has not read the rules."""
+    if "paper_succeeds" in row.details and "ours" in row.details:
+        return _cell_reason(row)
+    test = TESTS.get(row.id, "")
+    ending = ENDINGS[row.verdict]
+    if row.verdict == PARTLY:
+        ending = PARTLY_WHY.get(row.id, ending)
+    elif row.verdict == NOT_REPRODUCED:
+        ending = NOT_WHY.get(row.id, ending)
+    return f"{test} {ending}".strip()
+
+
+def _link(row: Claim, prefix: str) -> str:
+    return f'<a href="{prefix}{html.escape(row.chapter)}.html">chapter {chapter_number(row)}</a>'
+
+
+def reader_table_html(rows: Sequence[Claim], anchor: str = "claim", chapters: str = "../chapters/") -> str:
+    """The rows as an HTML table for a reader: the claim (linked to its chapter), the paper's value and
+    ours, the verdict with :func:`plain_reason`, and the measurement behind it (the row's ``reason``)
+    folded away. Each row's id is ``<anchor>-<claim id>``; ``chapters``: the relative address of the
+    chapters' pages."""
+    cells = "".join(
+        f'<tr id="{anchor}-{r.id}"><td><b>{html.escape(r.claim)}</b><br><small>{_link(r, chapters)}; '
+        f"{html.escape(r.source)}</small></td>"
+        f"<td><small>paper:</small> {html.escape(r.paper)}<br><small>ours:</small> {html.escape(r.ours)}</td>"
+        f'<td><b style="color:{VERDICT_COLOURS[r.verdict]}">{html.escape(r.verdict)}</b><br>'
+        f"{html.escape(plain_reason(r))}<details><summary><small>the measurement</small></summary>"
+        f"<small>{html.escape(r.reason)}</small></details></td></tr>"
+        for r in rows)
+    head = "<thead><tr><th>claim</th><th>the paper and ours</th><th>verdict and why</th></tr></thead>"
+    n = f"{len(rows)} claim{'' if len(rows) == 1 else 's'}"
+    return f"<p>{n}: {counts_text(counts(rows))}.</p><table>{head}<tbody>{cells}</tbody></table>"
+
+
+def summary_html(rows: Sequence[Claim]) -> str:
+    """The start page's summary: the count of each verdict, then one line per part of the book."""
+    c = counts(rows)
+    total = "".join(f'<td style="color:{VERDICT_COLOURS[v]}"><b>{c[v]}</b></td>' for v in VERDICTS)
+    lines = "".join(
+        f"<tr><td>{html.escape(p['part'])} <small>({chapters_text(p['chapters'])})</small></td>"
+        + "".join(f"<td>{p['counts'][v] or ''}</td>" for v in VERDICTS) + "</tr>"
+        for p in by_part(rows))
+    head = "<thead><tr><th>part of the book</th>" + "".join(f"<th>{v}</th>" for v in VERDICTS) + "</tr></thead>"
+    return (f"<table>{head}<tbody>{lines}<tr><td><b>all {len(rows)} claims</b></td>{total}</tr></tbody></table>")
+
+
+def paper_scale_reader_html() -> str:
+    """The recorded paper-scale rows as :func:`reader_table_html` (anchors ``paper-scale-<id>``), after a
+    list of how the models they measure trained; a sentence instead when no record is shipped."""
+    recorded = load_paper_scale()
+    if recorded is None:
+        return "<p>No paper-scale measurement is recorded in this version of the package.</p>"
+    rows = recorded_rows(recorded=recorded)
+    trained = "".join(f"<li>{html.escape(trained_text(m))}</li>" for m in models_measured(recorded, rows))
+    return f"<ul>{trained}</ul>" + reader_table_html(rows, anchor="paper-scale")
+
+
+__all__ = ["BASELINES", "ENDINGS", "NOT_WHY", "PARTLY_WHY", "PARTS", "TASKS", "TESTS", "by_part", "chapter_number", "chapters_text",
+           "counts_text", "paper_scale_reader_html", "part_of", "plain_reason", "reader_table_html", "summary_html"]
