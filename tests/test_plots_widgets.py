@@ -371,3 +371,18 @@ def test_every_figure_fits_the_book_column(monkeypatch):
                 too_wide.append(f"{name}: {width:.1f} in ({saved:.1f} saved), {_columns(fig)} a row")
             plt.close(fig)
     assert not too_wide, "\n".join(too_wide)
+
+
+def test_probe_plot_puts_each_layer_at_its_own_tick():
+    """A shallower model's final norm is drawn at the "final norm" tick, not at a deeper model's block."""
+    from types import SimpleNamespace
+
+    from bwt_lite.plotting import manifold as mf
+
+    deep = SimpleNamespace(layers=["embedding", "block 0", "block 1", "block 2", "final norm"],
+                           r2=[0.0, 0.2, 0.4, 0.6, 0.8], target="posterior")
+    shallow = SimpleNamespace(layers=["embedding", "block 0", "final norm"], r2=[0.0, 0.5, 0.9], target="posterior")
+    fig = mf.plot_probe_r2({"deep": deep, "shallow": shallow})
+    lines = {line.get_label(): list(line.get_xdata()) for line in fig.axes[0].get_lines()}
+    assert lines["shallow"] == [0, 1, 4] and lines["deep"] == [0, 1, 2, 3, 4]
+    plt.close(fig)

@@ -79,10 +79,13 @@ def plot_probe_r2(results: Mapping[str, Any], *, ax: Axes | None = None, title: 
     Used in chapter 9.
     """
     fig, ax = _axes(ax, (6.5, 3.8))
-    for label, res in results.items():
-        ax.plot(range(len(res.layers)), res.r2, "o-", ms=4, label=label)
-    first = next(iter(results.values()))
     longest = max(results.values(), key=lambda r: len(r.layers))
+    for label, res in results.items():
+        # each layer at its own name's tick: a shallower model's final norm sits at "final norm",
+        # not at the deeper model's block of the same index
+        x = [longest.layers.index(name) if name in longest.layers else i for i, name in enumerate(res.layers)]
+        ax.plot(x, res.r2, "o-", ms=4, label=label)
+    first = next(iter(results.values()))
     ax.set_xticks(range(len(longest.layers)), longest.layers, rotation=20, fontsize=8)
     ax.axhline(0, color=ELIMINATED_COLOR, lw=0.8)
     ax.set_ylim(min(-0.05, min(min(r.r2) for r in results.values())), 1.02)

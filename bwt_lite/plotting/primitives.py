@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..window_ladder import METRIC_LABELS, ladder, windows_of
-from .style import ARCH_COLORS, ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
+from .style import ARCH_COLORS, ARCH_STYLES, ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
 
 
 def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence[str] | None = None,
@@ -40,7 +40,9 @@ def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence
         for arch in archs:
             if arch in cells:
                 pp = cells[arch]["per_position"]
-                ax.plot(t, as_numpy(pp["entropy_mae" if error else "h_model"]), "o-", ms=3, lw=1, label=arch)
+                style = {"markersize": 3, **ARCH_STYLES.get(arch, {"marker": "o"})}
+                ax.plot(t, as_numpy(pp["entropy_mae" if error else "h_model"]), lw=1, label=arch,
+                        color=ARCH_COLORS.get(arch), **style)
         any_cell = next(iter(cells.values()))
         gaussian = any_cell["accuracy"] is None
         ax.set_ylabel(("entropy MAE" if error else "mean entropy") + (" (bits, differential)" if gaussian else " (bits)"))

@@ -26,6 +26,15 @@ MARGINAL_COLOR = "#ff7f0e"  # what a model that cannot look back can do
 # One colour per architecture in every figure that compares them (an architecture missing here is an error,
 # not a silent fallback: tests/test_plots_primitives.py checks that every one of bwt_lite.models.ARCHS has one).
 ARCH_COLORS = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
+# Line styles per architecture, so curves that coincide (the MLP's and the LSTM's context-blind
+# plateaus, a transformer and a Mamba both at accuracy 1) stay distinguishable: a dashed line with
+# hollow markers over a solid one with filled markers, and a shape per architecture.
+ARCH_STYLES: dict[str, dict[str, Any]] = {
+    "transformer": {"marker": "o", "linestyle": "-"},
+    "mlp": {"marker": "s", "linestyle": "--", "markerfacecolor": "none", "markersize": 6, "zorder": 4},
+    "lstm": {"marker": "^", "linestyle": "-"},
+    "mamba": {"marker": "D", "linestyle": ":", "markerfacecolor": "none", "markersize": 5, "zorder": 3},
+}
 
 
 def as_numpy(x: Any) -> np.ndarray:
