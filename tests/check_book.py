@@ -20,6 +20,7 @@ What a student reads, on every page of the table of contents (the HTML, parsed w
   dollar signs;
 - a chapter's core path fits a sitting: at most ``prose_words.MAX_WORDS`` words of prose on first
   load (collapsed dropdowns, hidden cells and solutions aside), and no checker hint on the page;
+- at least :data:`MIN_ALT_SHARE` of the chapters' figures have alt text that describes them;
 - no raw MyST roles in the prose (``{term}`...``` that MyST did not parse shows its braces);
 - no nbval markers in the cells (``NBVAL_...`` comments belong in cell tags) and no bare
   ``True``/``False`` output (a checker's return value echoed);
@@ -290,6 +291,24 @@ def first_load_words(page: Path) -> int:
     return len(_WORD.findall(article.get_text(" ")))
 
 
+# Figures: at least this share of the book's images carry alt text that says what they show.
+MIN_ALT_SHARE = 0.9
+
+
+def figure_alt_counts(page: Path) -> tuple[int, int]:
+    """(images in the page's article, those whose alt text describes them: five words or more, not a
+    file name, not a generic placeholder)."""
+    from bs4 import BeautifulSoup
+
+    article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    article = article.find("article") or article
+    images = article.find_all("img")
+    good = [img for img in images if len((img.get("alt") or "").split()) >= 5
+            and not re.search(r"\.(png|svg|jpe?g)\b", img.get("alt", ""))
+            and "figure of the interactive control" not in img.get("alt", "").lower()]
+    return len(images), len(good)
+
+
 def chapter_page_problems(page: Path, rel: str) -> list[str]:
     """A chapter page's core path: at most MAX_WORDS of prose on first load, and no checker hint."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -311,6 +330,7 @@ def problems(build: Path, root: Path = ROOT, execution: bool = True, strict: boo
     execution off); ``strict`` makes shrunk figures errors."""
     out = execution_problems(build, root) if execution else []
     chapters = set(toc_notebooks(root))
+    images = described = 0
     for src in toc_pages(root):
         rel = src.relative_to(root)
         page = build / "html" / rel.with_suffix(".html")
@@ -321,7 +341,12 @@ def problems(build: Path, root: Path = ROOT, execution: bool = True, strict: boo
             out.append(f"{rel}: page {page} shows no output")
         if src in chapters:
             out += chapter_page_problems(page, str(rel))
+            n, good = figure_alt_counts(page)
+            images, described = images + n, described + good
         out += page_problems(page, str(rel), strict)
+    if images and described < MIN_ALT_SHARE * images:
+        out.append(f"figures: {described} of {images} have alt text that says what they show "
+                   f"(at least {MIN_ALT_SHARE:.0%}); give each figure cell mystnb image alt metadata")
     return out
 
 
