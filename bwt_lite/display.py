@@ -336,6 +336,8 @@ def static_view(widget: Any) -> str | None:
 
     before = set(plt.get_fignums())
     added = _ensure_figure_formatter()
+    alts: list[str] = []  # the alt text of each figure displayed, in order (read by _recording_formatter)
+    restore = _recording_formatter(alts)
     show = plt.show
     plt.show = lambda *args, **kw: None  # figures stay open, so their alt text is read from them below
     try:
@@ -345,12 +347,14 @@ def static_view(widget: Any) -> str | None:
         return None
     finally:
         plt.show = show
+        restore()
         if added is not None:
             added.pop(_figure_type())
     texts, images = [captured.stdout.rstrip("\n")] if captured.stdout.strip() else [], []
     for out in captured.outputs:
         if "image/png" in out.data:
-            images.append(_png_html(out.data["image/png"], (out.metadata or {}).get("image/png")))
+            alt = alts.pop(0) if alts else "A figure of the interactive control."
+            images.append(_png_html(out.data["image/png"], (out.metadata or {}).get("image/png"), alt))
         elif "text/plain" in out.data:
             texts.append(str(out.data["text/plain"]))
     for num in sorted(set(plt.get_fignums()) - before):
@@ -373,6 +377,30 @@ def _figure_type() -> type:
     from matplotlib.figure import Figure
 
     return Figure
+
+
+def _recording_formatter(alts: list[str]) -> Callable[[], None]:
+    """While a static view is drawn, note :func:`figure_alt` of every figure the PNG formatter
+    renders (``display(fig)``), in order, into ``alts``. Returns the function that undoes it."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return lambda: None
+    shell = get_ipython()
+    if shell is None:
+        return lambda: None
+    png = shell.display_formatter.formatters["image/png"]
+    try:
+        render = png.lookup_by_type(_figure_type())
+    except KeyError:
+        return lambda: None
+
+    def recording(fig: Any) -> Any:
+        alts.append(figure_alt(fig))
+        return render(fig)
+
+    png.for_type(_figure_type(), recording)
+    return lambda: png.for_type(_figure_type(), render)
 
 
 def _ensure_figure_formatter() -> Any:

@@ -302,7 +302,9 @@ def figure_alt_counts(page: Path) -> tuple[int, int]:
 
     article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
     article = article.find("article") or article
-    images = article.find_all("img")
+    # figures only: not the Colab badge (a link to Colab)
+    images = [img for img in article.find_all("img")
+              if "colab.research.google.com" not in (img.find_parent("a") or {}).get("href", "")]
     good = [img for img in images if len((img.get("alt") or "").split()) >= 5
             and not re.search(r"\.(png|svg|jpe?g)\b", img.get("alt", ""))
             and "figure of the interactive control" not in img.get("alt", "").lower()]

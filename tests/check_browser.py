@@ -4,7 +4,7 @@ what only a browser can tell (`make book` runs it after tests/check_book.py):
 - math is typeset: every ``.math`` element holds MathJax output (``mjx-container``). Raw ``\\(`` on
   the page means MathJax did not load, e.g. from a CDN that cannot be reached;
 - no visible code input is wider than its column (it would scroll sideways at 1280 px): the page is
-  measured at 1280 x 900 CSS px, code hidden behind a toggle aside.
+  measured at 1280 x 900 CSS px, code hidden behind a toggle (a closed ``<details>``) aside.
 
 Each page is copied beside itself with a small script added, which waits for MathJax and writes
 what it measured into the page; Chromium's ``--dump-dom`` prints it. Without Chromium the check is
@@ -40,7 +40,7 @@ PROBE = """<script>
       if (!m.querySelector('mjx-container') && m.tagName !== 'MJX-CONTAINER') raw.push(m.textContent.slice(0, 40));
     });
     document.querySelectorAll('.cell_input pre').forEach(function (p) {
-      if (p.offsetParent !== null && p.scrollWidth > p.clientWidth + 1)
+      if (p.offsetParent !== null && !p.closest('details:not([open])') && p.scrollWidth > p.clientWidth + 1)
         wide.push({first: p.textContent.split('\\n')[0].slice(0, 50), over: p.scrollWidth - p.clientWidth});
     });
     var out = document.createElement('pre');

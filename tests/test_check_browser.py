@@ -8,13 +8,14 @@ PAGE = """<html><body><article>
 <span class="math notranslate nohighlight">\\(x^2\\)</span>
 <div class="cell_input"><pre style="width: 120px; overflow-x: auto">%s</pre></div>
 <div class="cell_input"><pre style="width: 600px; overflow-x: auto">short = 1</pre></div>
+<details><summary>show code</summary><div class="cell_input"><pre style="width: 120px; overflow-x: auto">%s</pre></div></details>
 </article></body></html>"""
 
 
 @pytest.mark.skipif(check_browser.chromium() is None, reason="no Chromium on this machine")
 def test_render_finds_raw_math_and_wide_code(tmp_path):
     page = tmp_path / "page.html"
-    page.write_text(PAGE % ("x = " + "1 + " * 40))
+    page.write_text(PAGE % ("x = " + "1 + " * 40, "hidden = " + "2 + " * 40))
     found = check_browser.render(check_browser.chromium(), page)
     assert found["math"] == 1 and found["raw"] == ["\\(x^2\\)"] and not found["mathjax"]
     assert [w["first"][:6] for w in found["wide"]] == ["x = 1 "]

@@ -117,6 +117,8 @@ def test_widgets_carry_a_static_view_of_their_current_setting(shell):
     assert "shown here at step t = 5" in html and "15 value(s) still possible" in html
     widths = _img_widths(html)
     assert len(widths) == 1 and all(px >= 2 * shown - 2 for px, shown in widths)  # retina
+    alt = re.search(r'alt="([^"]*)"', html).group(1)  # read from the figure it drew
+    assert "interactive control" not in alt and len(alt.split()) >= 5, alt
     w.children[0].value = 7  # the view follows the slider
     assert "step t = 7" in shell.display_formatter.format(w)[0]["text/html"]
     assert plt.get_fignums() == []
