@@ -4,7 +4,7 @@ A :class:`Preset` holds the full tunnel, model and training configuration; its :
 (a SHA-256 of all of it plus the checkpoint format version) keys the checkpoint cache.
 
 Each recipe's comment says what it is and why, in a line; the runs that chose it (scores, timings,
-reruns) are in the maintainers' lab notes (``book/lab_notes.md``), and ``experiments/`` re-runs the
+reruns) are in the maintainers' lab notes (``docs/lab_notes.md``), and ``experiments/`` re-runs the
 sweeps behind them.
 """
 from __future__ import annotations
@@ -69,6 +69,10 @@ TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("regression", "mamba", "lite"): {"d_model": 152, "n_layers": 2},
     # the recurrence: 4 layers of 128 (4 heads of 32); the paper's construction-boundary model is 6 x 192
     ("recurrence", "transformer", "lite"): {"d_model": 128, "n_layers": 4, "n_heads": 4},
+    # matched to it (794,624): MLP +0.2 %, LSTM -0.8 %, Mamba +0.2 %
+    ("recurrence", "mlp", "lite"): {"d_model": 128, "n_layers": 6},
+    ("recurrence", "lstm", "lite"): {"d_model": 180, "n_layers": 3},
+    ("recurrence", "mamba", "lite"): {"d_model": 242, "n_layers": 2},
 }
 
 # Model options of a tunnel's recipe, over the architecture's defaults: (tunnel, arch, scale) -> fields.
@@ -204,6 +208,16 @@ TUNNEL_TRAIN.update({
                                                  EQUAL_EPISODES["regression"]),
     **{(tunnel, arch, "lite"): _equal_budget(TUNNEL_TRAIN[(tunnel, arch, "lite")], episodes)
        for (tunnel, arch), episodes in TIME_CAPPED_EPISODES.items()},
+})
+# The recurrence's controls: the transformer's soft targets and its 1,024,000 episodes (16,000 x 64), each with
+# its own lite optimiser; the Mamba gets the episodes that fit the transformer's training time on one thread
+# (20.6 min at its 26 steps a second of 16: 32,000 x 16), as the regression's controls do.
+RECURRENCE_EPISODES = 1_024_000
+TUNNEL_TRAIN.update({
+    ("recurrence", "mlp", "lite"): _equal_budget(replace(TRAIN[("mlp", "lite")], target="soft"), RECURRENCE_EPISODES),
+    ("recurrence", "lstm", "lite"): _equal_budget(replace(TRAIN[("lstm", "lite")], target="soft"),
+                                                  RECURRENCE_EPISODES),
+    ("recurrence", "mamba", "lite"): _equal_budget(replace(TRAIN[("mamba", "lite")], target="soft"), 512_000),
 })
 # Per-variant recipes, over the tunnel's: (tunnel, variant, arch, scale). The slow-mixing HMM keeps each
 # architecture's own lite learning rate. The Mamba's and the transformer's 2e-3 warm up over 2,000 steps
@@ -350,6 +364,9 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("recurrence", "transformer", {"variant": "opaque"}),
     ("recurrence", "transformer", {"horizon": 5}),
     ("recurrence", "transformer", {"horizon": 3}),
+    ("recurrence", "mlp", {}),
+    ("recurrence", "lstm", {}),
+    ("recurrence", "mamba", {}),
 )
 
 

@@ -139,7 +139,8 @@ def test_cli_reproduce_json_and_table(tiny, capsys):
     assert len(models) == len(ARCHS) * len(reproduce.PRIMITIVE_TUNNELS)
     assert {a for _, a in base} == {"reader-no-binding", "prior", "one-pair", "right-entropy"} | {
         f"window-{w}" for w in range(13)}
-    assert len(base) == 2 + 5 + 13 + 2 + 2  # bijection, hmm (windows 0-4), hmm-slow (0-12), recall, regression
+    # bijection, hmm (windows 0-4), hmm-slow (0-12), recall, regression, recurrence (prior, windows 1-4)
+    assert len(base) == 2 + 5 + 13 + 2 + 2 + 5
     for r in base.values():
         assert r["params"] == 0 and r["episodes"] == 0 and r["realises"] is None and r["paper_value"] is None
         assert len(r["per_position"]["entropy_mae"]) == len(next(

@@ -96,8 +96,9 @@ class Recurrence(Tunnel):
         "program identification", ("entropy_mae_bits", "max", 0.1),
         {"entropy_mae_bits": ("prior", "window-2"), "kl_bits": ("prior", "window-2")},
         why="a tenth of a bit, a small fraction of the prior's error; the prior and the exact predictive of the "
-            "last two values alone (which can only spot a fixed point) lack the program",
-        in_table=False)}  # not yet a row of the primitives table: no lite checkpoint of every architecture
+            "last two values alone (which can only spot a fixed point) lack the program; a row of the "
+            "primitives table: every architecture is shipped (the controls on the transformer's "
+            "episodes, the Mamba on those that fit the transformer's training time)")}
 
     def __init__(self, p: int = 17, length: int = 16, variant: str = "integer", horizon: int | None = None):
         self.p = check_prime(p)
