@@ -65,8 +65,10 @@ def test_primitives_widget_builds_and_checks_its_tunnel():
     plt.close("all")
 
 
-def test_every_architecture_has_its_own_colour():
+def test_every_architecture_has_its_own_colour_and_line_style():
     from bwt_lite.models import ARCHS
-    from bwt_lite.plotting.style import ARCH_COLORS
+    from bwt_lite.plotting.style import ARCH_COLORS, ARCH_STYLES
 
     assert set(ARCHS) <= set(ARCH_COLORS) and len(set(ARCH_COLORS.values())) == len(ARCH_COLORS)
+    # coinciding curves stay apart: each architecture has its own marker, and the controls a line style
+    assert set(ARCHS) <= set(ARCH_STYLES) and len({s["marker"] for s in ARCH_STYLES.values()}) == len(ARCH_STYLES)
