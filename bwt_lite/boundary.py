@@ -70,20 +70,26 @@ def implied_class_posterior(probs: Tensor, p: int) -> Tensor:
     return ((probs.max(-1).values - 1.0 / p) / (1.0 - 1.0 / p)).clamp(0.0, 1.0)
 
 
+def _held_out_predictions(model: torch.nn.Module, tunnel: Recurrence, episodes: int, seed: int
+                          ) -> tuple[Recurrence, Tensor, Tensor, Any, Tensor]:
+    """A held-out set at the tunnel's full length and the model's predictive on it (float64):
+    ``(tunnel, values, is_recurrence, episodes, probs)``."""
+    t = full_length(tunnel)
+    gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
+    values, is_rec = t.sample_values(episodes, gen)
+    ep = t.episodes(values, gen)
+    model.eval()
+    return t, values, is_rec, ep, model(ep.inputs, ep.positions).double().softmax(-1)
+
+
 @torch.no_grad()
 def class_posterior_read(model: torch.nn.Module, tunnel: Recurrence, episodes: int = 1024,
                          seed: int = 0) -> dict[str, list[float]]:
     """Per position, over the recurrence episodes of a held-out set whose program is already pinned down
     (a point-mass prediction: from the fourth value on): the exact class posterior's mean and the mean
     that the model's predictive implies (:func:`implied_class_posterior`); ``None`` where no such episode."""
-    t = full_length(tunnel)
-    gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
-    values, is_rec = t.sample_values(episodes, gen)
-    ep = t.episodes(values, gen)
-    model.eval()
-    out = model(ep.inputs, ep.positions).double().softmax(-1)
-    _, exact = recurrence_posterior(values, t.p)
-    rec_probs, _ = recurrence_posterior(values, t.p)
+    t, values, is_rec, ep, out = _held_out_predictions(model, tunnel, episodes, seed)
+    rec_probs, exact = recurrence_posterior(values, t.p)
     pinned = (rec_probs.max(-1).values > 0.5 + 0.5 / t.p - 1e-9) & is_rec.unsqueeze(1)  # a point-mass program
     pinned[:, :3] = False
     model_pi = implied_class_posterior(out, t.p)
@@ -112,12 +118,7 @@ def copy_split(model: torch.nn.Module, tunnel: Recurrence, episodes: int = 2048,
     """Entropy MAE (bits) of ``model`` on the recurrence episodes of a held-out set, at positions
     ``>= start`` (the program is pinned down there), split by :func:`repeats_previous`: ``"repeat"`` and
     ``"new"``, each ``{"entropy_mae_bits", "positions"}``."""
-    t = full_length(tunnel)
-    gen = torch.Generator().manual_seed(EVAL_SEED_BASE + seed)
-    values, is_rec = t.sample_values(episodes, gen)
-    ep = t.episodes(values, gen)
-    model.eval()
-    probs = model(ep.inputs, ep.positions).double().softmax(-1)
+    t, values, is_rec, ep, probs = _held_out_predictions(model, tunnel, episodes, seed)
     err = (entropy_bits(probs) - entropy_bits(ep.probs)).abs()
     scored = is_rec.unsqueeze(1) & (torch.arange(t.length, device=values.device) >= start)
     rep = repeats_previous(values)
