@@ -40,7 +40,7 @@ from .arguments import check_int
 from .evaluate import EvalResult, evaluate
 from .tunnels import HMM, Bijection, Episodes, Recall, Recurrence, Regression, Sticky, Tunnel
 from .tunnels.hmm import recent_filter
-from .tunnels.recurrence import recurrence_posterior
+from .tunnels.recurrence import recurrence_posterior, shuffled_posterior
 from .tunnels.regression import posterior_predictive
 
 # A zero probability becomes this logit (nats) when a baseline is scored as logits: exp of it
@@ -221,9 +221,15 @@ def one_pair_predictive(tunnel: Regression, episodes: Episodes) -> tuple[Tensor,
 def recurrence_window(tunnel: Recurrence, episodes: Episodes, window: int) -> Tensor:
     """Recurrence: the exact predictive of each value from the last ``window`` values alone, as if the
     episode began there (B, P, C), in the answer tokens' order. Two values can only reveal a fixed point;
-    three can name the program but not tell it from chance; the class posterior needs four or more."""
+    three can name the program but not tell it from chance; the class posterior needs four or more.
+    Shuffled layout: the exact predictive from the last ``window`` (time, value) pairs shown."""
     _check(tunnel, Recurrence, "recurrence_window")
     window = check_int("window", window, 0)
+    if tunnel.variant == "shuffled":  # the last ``window`` pairs shown, with their times
+        times, seen = tunnel.shown_pairs(episodes.inputs)
+        seen = torch.cat([seen, seen.new_zeros(seen.shape[0], 1)], dim=1)  # the last value is never used
+        values = torch.empty_like(seen).scatter_(1, times, seen)
+        return shuffled_posterior(values, times, tunnel.p, window=window)[0]
     values = tunnel.decode(episodes.inputs)  # (B, L - 1): x_0 .. x_{L-2}
     B, p = values.shape[0], tunnel.p
     n = len(episodes.positions)

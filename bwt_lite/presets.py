@@ -248,6 +248,11 @@ class Preset:
         tunnel, variant = self.tunnel["tunnel"], self.tunnel.get("variant")
         if variant is not None and variant != TUNNEL_ARGS.get(tunnel, {}).get("variant"):
             tunnel = f"{tunnel}-{variant}"  # e.g. hmm-slow-transformer-lite-soft
+        length_arg = TUNNELS[self.tunnel["tunnel"]].length_arg
+        default = {**TUNNEL_ARGS.get(self.tunnel["tunnel"], {}),
+                   **VARIANT_ARGS.get((self.tunnel["tunnel"], variant), {})}.get(length_arg)
+        if self.tunnel.get(length_arg, default) != default:
+            tunnel = f"{tunnel}-L{self.tunnel[length_arg]}"  # another training length: recurrence-L8-...
         if self.tunnel.get("horizon") is not None:
             tunnel = f"{tunnel}-h{self.tunnel['horizon']}"  # a loss horizon: recurrence-h5-transformer-lite
         deep = PAPER_DEPTH_SIZES.get((self.tunnel["tunnel"], self.model.arch))
@@ -281,7 +286,7 @@ class Preset:
 
 def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
                depth: str = "default", positions: str = "learned", alibi: bool | None = None,
-               horizon: int | None = None, **train_overrides: Any) -> Preset:
+               horizon: int | None = None, length: int | None = None, **train_overrides: Any) -> Preset:
     """The named configuration, optionally with training fields overridden (steps, seed, target...).
 
     ``depth="paper"`` gives the lite model with the paper's number of layers (:data:`PAPER_DEPTH_SIZES`).
@@ -289,6 +294,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     transformer only); a scheme other than the learned table adds ``-pos-<scheme>`` to the name.
     ``alibi=True`` adds ALiBi's recency bias in attention to the learned table (transformer only; ``-alibi``);
     None: the recipe's choice (:data:`TUNNEL_MODEL`; on with the learned table at the default depth only).
+    ``length``: train on episodes of another length than the tunnel's default (``-L<length>`` in the name;
+    e.g. the recurrence trained on 8 values and scored on 16 and 32, chapter 13).
     """
     check_choice("tunnel", tunnel, sorted(TUNNELS))
     check_choice("arch", arch, ARCHS)
@@ -303,6 +310,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
         targs.update(variant=variant, **VARIANT_ARGS.get((tunnel, variant), {}))
     if horizon is not None:  # a loss horizon (the recurrence): the tunnel's training positions end there
         targs["horizon"] = horizon
+    if length is not None:
+        targs[TUNNELS[tunnel].length_arg] = length
     t = make_tunnel(**targs)
     n_positions = t.seq_len + 1
     if tunnel in EVAL_LENGTH:  # learned rows past the training length stay untrained, as in the paper

@@ -119,7 +119,7 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
     if horizon is not None and args.tunnel != "recurrence":
         raise ValueError(f"--horizon: a loss horizon exists for the recurrence tunnel only, not {args.tunnel}")
     return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
-                      alibi=alibi, horizon=horizon, **overrides)
+                      alibi=alibi, horizon=horizon, length=getattr(args, "train_length", None), **overrides)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

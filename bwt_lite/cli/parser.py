@@ -38,6 +38,9 @@ def preset_args(sp: argparse.ArgumentParser, seed_help: str = "training seed") -
     sp.add_argument("--horizon", type=int_range(1, 10_000), default=None,
                     help="loss horizon K: the training loss only on the predictions of x_1 .. x_K (recurrence "
                          "only; evaluation scores every position)")
+    sp.add_argument("--train-length", dest="train_length", type=int_range(2, 10_000), default=None,
+                    help="train on episodes of this length instead of the tunnel's default (its length "
+                         "argument: L, K or N; e.g. recurrence --train-length 8 --positions sinusoidal)")
     sp.add_argument("--depth", choices=DEPTHS, default="default",
                     help="paper: the lite model with the paper's number of layers (bijection and HMM transformers)")
     sp.add_argument("--positions", choices=POSITIONS, default="learned",

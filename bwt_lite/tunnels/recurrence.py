@@ -22,6 +22,11 @@ Layouts (``variant``):
   s(p-1)`` (the token of each residue, in residue order), then SEP, then ``s(x_0) .. s(x_{L-2})``;
   the answer at each position is the token ``s(x_t)``. The posterior is the same, relabelled: the
   arithmetic can only be done after reading the header.
+- ``"shuffled"``: the values in a random order with their times, as (time, value) pairs: the input is
+  ``T(t_0), x_{t_0}, T(t_1), x_{t_1}, .., T(t_{L-1})`` with ``T(t) = p + t`` a time token, and the answer at
+  each time token is the value at that time. The exact predictive is the same mixture, now over every
+  (a, b, x_0) consistent with the pairs seen so far (:func:`shuffled_posterior`): which values are
+  adjacent in time changes from episode to episode, so the model must route by the time tokens.
 
 ``horizon`` K (training only): the loss rewards the predictions of x_1 .. x_K (and of x_0, which is
 always uniform), so the episode's prediction positions are 0 .. K; a tunnel without it scores every
@@ -48,6 +53,56 @@ def check_prime(p: Any) -> int:
     if p > MAX_P or any(p % d == 0 for d in range(2, int(p ** 0.5) + 1)):
         raise ValueError(f"p must be a prime 2 <= p <= {MAX_P} (the recurrence needs the field Z_p), got {p}")
     return p
+
+
+SHUFFLED_CHUNK = 64  # episodes per pass of shuffled_posterior (about 2.5 MB each at p = 17, length 16)
+
+
+def programs(p: int, length: int, device: torch.device | str = "cpu") -> Tensor:
+    """(p^3, length): the values x_0 .. x_{length-1} of every program (a, b, x_0), row ``(a p + b) p + x_0``."""
+    abx = torch.cartesian_prod(*(torch.arange(p, device=device),) * 3)  # (p^3, 3): a, b, x_0
+    out = torch.empty(p ** 3, length, dtype=torch.int64, device=device)
+    out[:, 0] = abx[:, 2]
+    for t in range(1, length):
+        out[:, t] = (abx[:, 0] * out[:, t - 1] + abx[:, 1]) % p
+    return out
+
+
+def shuffled_posterior(values: Tensor, order: Tensor, p: int, window: int | None = None
+                       ) -> tuple[Tensor, Tensor]:
+    """The exact predictive when the values come in the order ``order`` (B, L) (a permutation of the times
+    per episode): (probs (B, L, p) float64, row k the predictive of ``x_{order[k]}`` from the pairs
+    ``(order[j], x_{order[j]})`` for j < k, over the residues; class posterior (B, L) float64).
+
+    Every program (a, b, x_0) is enumerated (p^3 of them), so this is for small p. ``window`` w: only the
+    last w pairs seen count (the window baselines of this layout); None: every pair seen."""
+    B, L = values.shape
+    if B > SHUFFLED_CHUNK:  # the program tables are p^3 x L per episode: a chunk at a time
+        parts = [shuffled_posterior(v, o, p, window) for v, o in
+                 zip(values.split(SHUFFLED_CHUNK), order.split(SHUFFLED_CHUNK))]
+        return torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts])
+    dev = values.device
+    # said[b, k, j]: the value program j gives the time shown k-th (int8 while p fits: a tenth of the traffic)
+    small = torch.int8 if p <= 127 else torch.int64
+    said = programs(p, L, dev).to(small).T[order]  # (B, L, p^3)
+    seen = values.gather(1, order)  # the values in the order shown
+    wrong = (said != seen.to(small).unsqueeze(-1)).cumsum(1, dtype=torch.int16)  # mistakes, first k + 1 shown
+    before = torch.cat([torch.zeros_like(wrong[:, :1]), wrong], dim=1)  # before[:, m]: among the first m
+    n_seen = torch.arange(L, device=dev)
+    start = n_seen * 0 if window is None else (n_seen - check_int("window", window, 0)).clamp_min(0)
+    consistent = before[:, :-1] == before[:, start]  # (B, L, p^3): no mistake among pairs start .. k-1
+    n_seen = n_seen - start  # the pairs counted
+    count = consistent.sum(-1).to(torch.float64)  # (B, L)
+    logp = torch.log(torch.tensor(float(p), dtype=torch.float64, device=dev))
+    # recurrence : i.i.d. likelihood of the k pairs counted = (count / p^3) / p^-k
+    ratio = count * torch.exp((n_seen.to(torch.float64) - 3) * logp)
+    rec = ratio / (1.0 + ratio)  # 0 once no program explains the pairs
+    b, k, j = consistent.nonzero(as_tuple=True)  # few after three pairs: count them, not the table
+    cell = (b * L + k) * p + said[b, k, j].long()
+    hist = torch.bincount(cell, minlength=B * L * p).view(B, L, p).to(torch.float64)
+    hist /= count.clamp_min(1.0).unsqueeze(-1)
+    probs = rec.unsqueeze(-1) * hist + (1.0 - rec).unsqueeze(-1) / p
+    return probs, rec
 
 
 def recurrence_posterior(values: Tensor, p: int) -> tuple[Tensor, Tensor]:
@@ -87,7 +142,7 @@ class Recurrence(Tunnel):
 
     name = "recurrence"
     kind = "categorical"
-    variants = ("integer", "opaque")
+    variants = ("integer", "opaque", "shuffled")
     length_arg = "length"
     # the prior, then the exact predictive of the last 1-4 values (window-0 would be the prior again)
     window_baseline = "recurrence_window"
@@ -109,17 +164,26 @@ class Recurrence(Tunnel):
             if horizon > length - 1:
                 raise ValueError(f"horizon must be <= length - 1 ({length - 1}): it counts the predictions "
                                  f"after x_0, got {horizon}")
+        if horizon is not None and variant == "shuffled":
+            raise ValueError("horizon counts the first K values in time order; the shuffled layout has none")
         self.horizon = horizon
-        self.header_len = p + 1 if variant == "opaque" else 1  # the permutation and SEP, or BOS
-        self.BOS = self.SEP = p
-        self.seq_len = self.header_len + length - 1
-        self.vocab_size = p + 1
         self.n_classes = p
         self.answer_tokens = tuple(range(p))
-        shown = length if horizon is None else horizon + 1  # x_0 .. x_K
-        self.positions = self.header_len - 1 + torch.arange(shown)
-        # per episode: the (a, b) table (p^2 x length, int64 and bool) and the float64 posteriors
-        self.episode_bytes = p * p * length * 18 + length * p * 24 + self.seq_len * 16
+        if variant == "shuffled":  # (time, value) pairs: the answers at the time tokens 0, 2, 4 ..
+            self.header_len, self.TIME = 0, p
+            self.seq_len, self.vocab_size = 2 * length - 1, p + length
+            self.positions = 2 * torch.arange(length)
+            # per episode: the program table (p^3 x length, int64, int32 and bool twice) and the posteriors
+            self.episode_bytes = p ** 3 * length * 22 + length * p * 24 + self.seq_len * 16
+        else:
+            self.header_len = p + 1 if variant == "opaque" else 1  # the permutation and SEP, or BOS
+            self.BOS = self.SEP = p
+            self.seq_len = self.header_len + length - 1
+            self.vocab_size = p + 1
+            shown = length if horizon is None else horizon + 1  # x_0 .. x_K
+            self.positions = self.header_len - 1 + torch.arange(shown)
+            # per episode: the (a, b) table (p^2 x length, int64 and bool) and the float64 posteriors
+            self.episode_bytes = p * p * length * 18 + length * p * 24 + self.seq_len * 16
         check_size("p and length", self.episode_bytes)
 
     def config(self) -> dict[str, Any]:
@@ -149,6 +213,8 @@ class Recurrence(Tunnel):
         posterior in the answer tokens' order (the opaque layout draws its permutations from ``generator``)."""
         B, p = values.shape[0], self.p
         dev = values.device
+        if self.variant == "shuffled":
+            return self._shuffled_episodes(values, generator)
         probs, _ = recurrence_posterior(values, p)
         if self.variant == "opaque":
             if generator is None:
@@ -165,9 +231,36 @@ class Recurrence(Tunnel):
         return Episodes(inputs=inputs, positions=self.positions.to(dev), target=shown[:, :n].contiguous(),
                         probs=probs[:, :n].contiguous())
 
+    def _shuffled_episodes(self, values: Tensor, generator: torch.Generator | None) -> Episodes:
+        """(time, value) pairs in a random order per episode, drawn from ``generator``."""
+        if generator is None:
+            raise ValueError("the shuffled layout draws an order per episode: pass a generator")
+        B, L = values.shape
+        order = torch.rand(B, L, generator=generator, device=values.device).argsort(dim=1)
+        probs, _ = shuffled_posterior(values, order, self.p)
+        seen = values.gather(1, order)
+        inputs = torch.empty(B, self.seq_len, dtype=torch.int64, device=values.device)
+        inputs[:, 0::2] = self.TIME + order
+        inputs[:, 1::2] = seen[:, :-1]
+        return Episodes(inputs=inputs, positions=self.positions.to(values.device), target=seen, probs=probs)
+
+    def shown_pairs(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """Shuffled layout: (times (B, L) in the order shown, the values shown with them (B, L - 1))."""
+        if self.variant != "shuffled":
+            raise ValueError(f"shown_pairs reads the shuffled layout, not {self.variant!r}")
+        return tokens[:, 0::2] - self.TIME, tokens[:, 1::2]
+
     def episode_fields(self, episodes: Episodes) -> dict[str, Any]:
         """The residues ``values`` x_0 .. x_{L-1} (before any relabelling), ``p``, and the ``posterior`` over the
-        residues in residue order (the episode's own probabilities are over the answer tokens)."""
+        residues in residue order (the episode's own probabilities are over the answer tokens); shuffled: the
+        ``times`` in the order shown, and a posterior row per pair shown."""
+        if self.variant == "shuffled":
+            times, seen = self.shown_pairs(episodes.inputs[:1])
+            seen = torch.cat([seen, episodes.target[:1, -1:]], dim=1)
+            values = torch.empty_like(seen).scatter_(1, times, seen)
+            probs, rec = shuffled_posterior(values, times, self.p)
+            return {"p": self.p, "values": values[0].tolist(), "times": times[0].tolist(),
+                    "posterior": probs[0].tolist(), "class_posterior": rec[0].tolist()}
         shown = self.decode(episodes.inputs[:1])
         last = episodes.target[:1, -1:]
         if self.variant == "opaque":
@@ -180,6 +273,8 @@ class Recurrence(Tunnel):
 
     def decode(self, tokens: Tensor) -> Tensor:
         """The residues x_0 .. x_{L-2} that ``tokens`` (B, T) show (the opaque header undone)."""
+        if self.variant == "shuffled":
+            raise ValueError("the shuffled layout shows the values out of order: read them with shown_pairs")
         body = tokens[:, self.header_len:]
         if self.variant == "integer":
             return body.clone()
@@ -187,4 +282,4 @@ class Recurrence(Tunnel):
         return inverse.gather(1, body)
 
 
-__all__ = ["MAX_P", "Recurrence", "check_prime", "recurrence_posterior"]
+__all__ = ["MAX_P", "Recurrence", "check_prime", "programs", "recurrence_posterior", "shuffled_posterior"]
