@@ -8,7 +8,9 @@ outside the positions its loss rewarded, and how sure it is that an episode is a
 - :func:`class_posterior_read`: the probability the model gives the episode being a recurrence, read
   off its predictive (:func:`implied_class_posterior`), beside the exact class posterior;
 - :func:`copy_split`: the error on recurrences split by whether the previous value came earlier in the
-  episode, where copying what followed it then (no arithmetic) already gives the answer.
+  episode, where copying what followed it then (no arithmetic) already gives the answer;
+- :func:`length_scores`: a model trained on short episodes scored on longer ones (length extrapolation),
+  inside and past the trained length, beside the exact baselines at the same positions.
 
 Every score is on held-out episodes of the tunnel without a horizon (every position scored), from the
 evaluation stream of :func:`bwt_lite.evaluate.evaluate` (generator ``EVAL_SEED_BASE + seed``).
@@ -129,5 +131,43 @@ def copy_split(model: torch.nn.Module, tunnel: Recurrence, episodes: int = 2048,
     return out
 
 
-__all__ = ["HorizonScores", "class_posterior_read", "copy_split", "full_length", "horizon_scores",
-           "implied_class_posterior", "repeats_previous"]
+@dataclass
+class LengthScores:
+    """A model scored on episodes of ``length`` values after training on ``trained`` values: entropy MAE
+    (bits) per position, its mean over x_1 .. x_{trained-1} (``inside``) and x_trained .. (``beyond``), and
+    the same two means for each exact baseline (``baselines[name] = (inside, beyond)``)."""
+
+    length: int
+    trained: int
+    entropy_mae: list[float]
+    inside: float
+    beyond: float | None
+    baselines: dict[str, tuple[float, float | None]]
+
+
+def length_scores(model: torch.nn.Module, tunnel: Recurrence, lengths: tuple[int, ...] = (8, 16, 32),
+                  episodes: int = 1024, seed: int = 0) -> list[LengthScores]:
+    """``model``, trained on ``tunnel`` (its length is the trained length), scored on held-out episodes of
+    each of ``lengths`` values (every position), beside the prior and the window baselines on the same
+    episodes. Past the trained length the positions are new to the model: does the program it found
+    keep running there? (A position scheme defined at every length is needed: sinusoidal, rotary, ALiBi.)"""
+    from .baselines import evaluate_baselines
+
+    out = []
+    for length in lengths:
+        t = Recurrence(p=tunnel.p, length=length, variant=tunnel.variant)
+        k = min(tunnel.length, length)  # x_1 .. x_{k-1} were trained on
+
+        def split(curve: list[float]) -> tuple[float, float | None]:
+            inside = sum(curve[1:k]) / max(k - 1, 1)
+            return inside, (sum(curve[k:]) / (length - k) if length > k else None)
+
+        mae = evaluate(model, t, episodes=episodes, seed=seed).per_position["entropy_mae"]
+        bases = {name: split(r.per_position["entropy_mae"])
+                 for name, r in evaluate_baselines(t, episodes=episodes, seed=seed).items()}
+        out.append(LengthScores(length, tunnel.length, mae, *split(mae), bases))
+    return out
+
+
+__all__ = ["HorizonScores", "LengthScores", "class_posterior_read", "copy_split", "full_length", "horizon_scores",
+           "implied_class_posterior", "length_scores", "repeats_previous"]

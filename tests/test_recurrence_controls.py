@@ -142,3 +142,18 @@ def test_a_preset_trained_on_another_length_is_named_for_it(capsys):
     with pytest.raises(SystemExit):
         main(["info", "recurrence", "transformer", "--train-length", "1"])
     assert "between 2 and" in capsys.readouterr().err
+
+
+def test_length_scores_split_at_the_trained_length():
+    from bwt_lite.baselines import BaselinePredictor
+    from bwt_lite.boundary import length_scores
+
+    short = make_tunnel("recurrence", p=7, length=4)
+    prior = BaselinePredictor(make_tunnel("recurrence", p=7, length=10), "prior")  # any length: no positions
+    rows = length_scores(prior, short, lengths=(4, 10), episodes=64)
+    assert [(r.length, r.trained) for r in rows] == [(4, 4), (10, 4)]
+    assert rows[0].beyond is None and len(rows[1].entropy_mae) == 10
+    e = rows[1].entropy_mae
+    assert rows[1].inside == pytest.approx(sum(e[1:4]) / 3) and rows[1].beyond == pytest.approx(sum(e[4:]) / 6)
+    assert rows[1].baselines["prior"] == pytest.approx((rows[1].inside, rows[1].beyond))  # it is the prior
+    assert rows[1].baselines["window-4"][1] < 0.5 * rows[1].beyond  # four values name the program
