@@ -22,7 +22,7 @@ from .checkpoints import checkpoint_dir, load_checkpoint, load_or_train, train_a
 from .evaluate import evaluate
 from .presets import Preset, get_preset
 from .reproduce import THRESHOLDS
-from .runtime.pool import train_presets
+from .orchestration.pool import train_presets
 from .models.mamba import D_CONV, D_STATE, EXPAND
 from .tunnels import make_tunnel
 from .arguments import check_choice, check_int

@@ -39,7 +39,7 @@ from .train import format_duration
 from .verdicts import (HMM_MAX_WINDOW, MARGIN, MARGINS, MAX_WINDOW, METRIC_NAMES, PRIMITIVE_TUNNELS, PRIMITIVES,
                        REFERENCES, SEED_SHARE, THRESHOLDS, VARIANT_CELLS, compare_with_baselines, equivalent_window_of,
                        look_back_text, median_seed, passes_threshold, realises, seed_verdict, threshold_text)
-from .runtime.pool import train_presets
+from .orchestration.pool import train_presets
 from .tunnels import make_tunnel
 from .arguments import check_choice, check_int
 
@@ -154,7 +154,7 @@ def reproduce(scale: str = "lite", *, retrain: bool = False, episodes: int = 204
     ``seed_record``, and realises its primitive only if its recipe does too (:func:`_with_seed_record`).
 
     With ``jobs`` > 1 the cells to train are first trained on the CPU, ``jobs`` at a time in worker
-    processes (:func:`bwt_lite.runtime.pool.train_presets`), then every cell is evaluated here.
+    processes (:func:`bwt_lite.orchestration.pool.train_presets`), then every cell is evaluated here.
     """
     check_choice("scale", scale, SCALES)
     check_int("jobs", jobs, 1)

@@ -213,9 +213,10 @@ WORK: tuple[tuple[str, str], ...] = (
     ("bwt_lite.cli.train_eval", "evaluate"), ("bwt_lite.cli.runs", "train_and_save"),
     ("bwt_lite.checkpoints", "train_and_save"), ("bwt_lite.checkpoints", "load_or_train"),
     ("bwt_lite.checkpoints", "fit"), ("bwt_lite.train", "fit"), ("bwt_lite.checkpoints", "fetch_checkpoint"),
-    ("bwt_lite.runtime.bench", "run"), ("bwt_lite.runtime.bench", "steps_per_second"), ("bwt_lite.runtime.bench", "benchmark_scan"),
+    ("bwt_lite.orchestration.bench", "run"), ("bwt_lite.orchestration.bench", "steps_per_second"),
+    ("bwt_lite.orchestration.bench", "benchmark_scan"),
     ("bwt_lite.dynamics.two_timescale", "em_vs_sgd"), ("bwt_lite.reproduce", "reproduce"), ("bwt_lite.reproduce", "load_or_train"),
-    ("bwt_lite.runtime.pool", "train_presets"),
+    ("bwt_lite.orchestration.pool", "train_presets"),
 )
 
 

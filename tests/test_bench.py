@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from bwt_lite.runtime import bench
+from bwt_lite.orchestration import bench
 from bwt_lite.cli import main
 from bwt_lite.presets import get_preset
 
@@ -67,7 +67,7 @@ def test_bench_cli_json_and_table(capsys, monkeypatch):
 
 
 def test_speed_goals_on_the_cpu_are_ratios_with_their_goals():
-    from bwt_lite.runtime.goals import GOALS, cpu_ratios, format_goals
+    from bwt_lite.orchestration.goals import GOALS, cpu_ratios, format_goals
 
     r = cpu_ratios(repeats=1, per_instance=2)
     assert r["threads"] == 1 and set(GOALS) <= set(r)
@@ -81,7 +81,7 @@ def test_speed_goals_on_the_cpu_are_ratios_with_their_goals():
 
 
 def test_the_per_instance_reference_makes_exact_hmm_episodes():
-    from bwt_lite.runtime.reference_samplers import hmm_per_instance
+    from bwt_lite.orchestration.reference_samplers import hmm_per_instance
     from bwt_lite.tunnels.hmm import forward_filter
 
     (T, E, obs, post), = hmm_per_instance(1, seed=3)

@@ -110,7 +110,7 @@ def test_check_cache_dir_creates_a_marked_cache_and_leaves_nothing_else(isolated
 
 def test_allow_cpu_paper_prints_the_estimate_then_trains(monkeypatch, capsys):
     from bwt_lite.cli import train_eval
-    from bwt_lite.runtime import bench
+    from bwt_lite.orchestration import bench
 
     monkeypatch.setattr(bench, "steps_per_second", lambda preset, *a, **kw: {"ms_per_step": 4000.0})
     trained = []

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bwt_lite.runtime.bench import forward_filter_reference
+from bwt_lite.orchestration.bench import forward_filter_reference
 from bwt_lite.tunnels.hmm import (
     HMM,
     forward_filter,

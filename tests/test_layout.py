@@ -1,7 +1,9 @@
 """The package's layout rules, read from the source (no import needed):
 
 - the import graph of ``bwt_lite`` modules has no cycle (imports inside functions count too, so a
-  cycle cannot hide in a function body);
+  cycle cannot hide in a function body), nor has the graph of its units (each subpackage and each
+  top-level module one unit), so the layers of ``docs/layout.md`` hold;
+- ``bwt_lite.runtime`` (the device layer) imports nothing of the package above the infrastructure;
 - no module imports another module's private (underscore) name;
 - the storage package (``bwt_lite.store``) imports nothing of training (the loop, the pool).
 """
@@ -105,6 +107,35 @@ def test_no_import_cycle_among_package_modules():
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
 
 
+def unit(module: str) -> str:
+    """The top-level unit a module belongs to: ``bwt_lite.store.cache`` -> ``bwt_lite.store``."""
+    return ".".join(module.split(".")[:2])
+
+
+def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded onto units: an edge wherever a module of one imports a module of another."""
+    units: dict[str, set[str]] = {unit(m): set() for m in graph}
+    for module, targets in graph.items():
+        units[unit(module)] |= {unit(t) for t in targets} - {unit(module)}
+    return units
+
+
+# The bottom layer (docs/layout.md, "infrastructure"): what the device layer may import.
+INFRASTRUCTURE = {"bwt_lite.runtime", "bwt_lite.arguments", "bwt_lite.paths", "bwt_lite.version"}
+
+
+def test_no_import_cycle_among_package_units():
+    """No two units import each other, directly or through others (e.g. runtime -> train -> runtime)."""
+    cycle = find_cycle(unit_graph(import_graph()[0]))
+    assert cycle is None, "units import each other in a cycle: " + " -> ".join(cycle or [])
+
+
+def test_runtime_imports_nothing_above_it():
+    units = unit_graph(import_graph()[0])
+    above = reachable(units, "bwt_lite.runtime") - INFRASTRUCTURE
+    assert not above, f"bwt_lite.runtime (the device layer) imports units above it: {sorted(above)}"
+
+
 def test_no_module_imports_a_private_name_of_another():
     _, private = import_graph()
     assert private == []
@@ -168,7 +199,7 @@ def test_every_import_of_the_package_names_a_module_that_exists():
 
 def test_only_one_module_builds_paths_from_its_own_file():
     """Data paths come from bwt_lite.paths; a module that builds its own from __file__ breaks when it moves
-    (runtime/bench.py once looked for the build times one folder too high after it moved)."""
+    (bench.py once looked for the build times one folder too high after it moved)."""
     users = sorted(str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                    if "__file__" in p.read_text() and p.name != "paths.py")
     assert users == [], f"build paths with bwt_lite.paths instead: {users}"

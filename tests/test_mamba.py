@@ -11,7 +11,7 @@ from bwt_lite.models import ModelConfig, build_model, run_with_cache
 from bwt_lite.models.mamba import D_STATE
 from bwt_lite.models.scan import (SCAN_CHUNK, SCAN_METHODS, auto_scan_method, cuda_scan_available, scan_parallel,
                                   scan_sequential, selective_scan)
-from bwt_lite.runtime.bench import benchmark_scan, format_scan_benchmark
+from bwt_lite.orchestration.bench import benchmark_scan, format_scan_benchmark
 from bwt_lite.tunnels import Bijection
 from conftest import gen
 

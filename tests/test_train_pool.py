@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bwt_lite import reproduce
-from bwt_lite.runtime import pool as train_pool
+from bwt_lite.orchestration import pool as train_pool
 from bwt_lite.checkpoints import checkpoint_dir, find_checkpoint, load_checkpoint, train_and_save
 from bwt_lite.presets import get_preset
 

@@ -10,7 +10,7 @@ from bwt_lite.tunnels.base import MAX_SAMPLE_BYTES
 from bwt_lite.tunnels.hmm import recent_filter
 from bwt_lite.tunnels.regression import posterior_predictive
 from bwt_lite.tunnels.sticky import symbol_means, transition_matrix
-from bwt_lite.runtime.bench import episodes_per_second
+from bwt_lite.orchestration.bench import episodes_per_second
 from conftest import gen
 
 SMALL = {  # one small instance of every tunnel and variant

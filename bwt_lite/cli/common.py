@@ -12,7 +12,7 @@ from typing import Any, Iterator, Sequence
 
 from ..models.config import ATTENTION_ONLY_POSITIONS
 from ..presets import PAPER_DEPTH_SIZES, Preset, get_preset
-from ..runtime import bench
+from ..orchestration import bench
 from ..runtime.device import device_name
 from ..store.cache import RESUME, checkpoint_dir
 from ..store.checkpoint import find_checkpoint

@@ -15,7 +15,7 @@ from ..claims import report
 from ..dynamics import two_timescale
 from ..models import ARCHS
 from ..presets import get_preset
-from ..runtime import bench, pool
+from ..orchestration import bench, pool
 from ..store.cache import SHIPPED_DIR, checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..train import format_duration

@@ -1,6 +1,7 @@
-"""Where and how the work runs, apart from what it computes.
+"""Where and how the work runs, apart from what it computes: the bottom layer, importing nothing of
+``bwt_lite`` above the argument checks (``tests/test_layout.py`` checks it).
 
-- :mod:`.device`: the device, mixed precision and ``torch.compile`` (never part of a preset's key);
-- :mod:`.pool`: several presets trained at once in worker processes (``--jobs``);
-- :mod:`.bench`: the benchmarks behind ``bwt bench`` and ``bwt bench-scan`` (run by hand, never as timed tests).
+- :mod:`.device`: the device, mixed precision and ``torch.compile`` (never part of a preset's key).
+
+Work made of whole runs (the process pool, the benchmarks) is :mod:`bwt_lite.orchestration`'s.
 """

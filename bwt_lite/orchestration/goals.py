@@ -1,7 +1,7 @@
 """The speed figures ``bwt bench`` reports against the project's goals.
 
 - On a CPU, one thread (:func:`cpu_ratios`): HMM episodes (exact posterior included) against the
-  per-instance generator of :mod:`bwt_lite.runtime.reference_samplers` (goal >= 300x), bijection
+  per-instance generator of :mod:`bwt_lite.orchestration.reference_samplers` (goal >= 300x), bijection
   episodes against a plain vectorised sampler without the posterior (goal >= 1x), and the lite
   Mamba's training step against the lite transformer's at the same parameter count and batch
   (goal <= 2x).
@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..fast_train import eager_and_fast
 from ..presets import get_preset
 from ..tunnels import make_tunnel
 from .reference_samplers import bijection_plain, hmm_per_instance
@@ -69,8 +70,6 @@ def cpu_ratios(repeats: int = 7, per_instance: int = 100) -> dict[str, Any]:
 def gpu_fast_path(device: torch.device, steps: int = 200,
                   tunnels: tuple[str, ...] = ("bijection", "hmm", "recall", "regression")) -> list[dict[str, Any]]:
     """Each paper-scale transformer alone, eager and fast path (:func:`bwt_lite.fast_train.eager_and_fast`)."""
-    from ..fast_train import eager_and_fast
-
     rows = []
     for tunnel in tunnels:
         rows.append(eager_and_fast(get_preset(tunnel, "transformer", "paper"), device, steps=steps))

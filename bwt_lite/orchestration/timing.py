@@ -13,7 +13,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from ..presets import Preset
 from ..train import init_model, make_optimizer, train_step
 from ..tunnels import make_tunnel
-from .device import amp_dtype, compiled, grad_scaler, resolve_device, synchronize
+from ..runtime.device import amp_dtype, compiled, grad_scaler, resolve_device, synchronize
 
 
 def stats(samples: Sequence[float]) -> dict[str, float]:

@@ -15,7 +15,7 @@ machine the spread says how much other work disturbed it):
   ``n/a``);
 - the variants behind the defaults: Mamba's scans (forward + backward of one selective scan at the
   lite Mamba's sizes) and the transformer's two attention paths (forward + backward);
-- the speed goals (:mod:`bwt_lite.runtime.goals`): on a CPU, HMM and bijection episodes against
+- the speed goals (:mod:`bwt_lite.orchestration.goals`): on a CPU, HMM and bijection episodes against
   reference generators and the Mamba step against the transformer's, at one thread; on a GPU, each
   paper-scale transformer on the eager trainer and on the fast path (steps/s, TFLOP/s, MFU);
 - the wall time of the last ``make book`` and ``make test`` (``_build/timings/*.json``), or "unknown";
@@ -43,7 +43,7 @@ from ..models.scan import selective_scan
 from ..presets import SCALES, TUNNEL_ARGS, Preset, get_preset
 from ..train import fit, format_duration
 from ..tunnels import Tunnel, make_tunnel
-from .device import amp_dtype, device_name, precision_name, resolve_device
+from ..runtime.device import amp_dtype, device_name, precision_name, resolve_device
 from .goals import cpu_ratios, format_goals, gpu_fast_path
 from .timing import num_threads, stats, steps_per_second, timings
 
@@ -294,7 +294,7 @@ def run(scales: Sequence[str] = SCALES, tunnels: Sequence[str] | None = None, ar
 
     ``threads``: the CPU thread counts to time every preset at (default :data:`DEFAULT_THREADS` on a
     CPU, the current count on a GPU). ``variants``: also time the scan and attention variants. ``goals``: the
-    speed figures against the project's goals (:mod:`bwt_lite.runtime.goals`: the CPU ratios on a CPU,
+    speed figures against the project's goals (:mod:`bwt_lite.orchestration.goals`: the CPU ratios on a CPU,
     the fast path of the paper-scale transformers on a GPU)."""
     dev = resolve_device(device)
     presets, skipped = benchmark_presets(tunnels, archs, scales)
