@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import torch
 from filelock import FileLock, Timeout
 
 from .models import WindTunnelModel
 from .presets import Preset
-from .runtime.device import amp_dtype, cpu_model, device_name, precision_name, resolve_device
+from .runtime.device import cpu_model, device_name, precision_name
+from .runtime.options import RunOptions
 from .store.cache import LOCK, META, cache_dir, checkpoint_dir, prepare_root
 from .store.checkpoint import find_checkpoint, load_checkpoint, save_checkpoint
 from .store.files import SEAL, CheckpointError, read_json
@@ -58,21 +59,42 @@ def _seal_of(directory: Path) -> str | None:
         return None
 
 
-def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch.device = "cpu",
-                   fresh: bool = False, ckpt_every: int = 500, log: Callable[[str], None] = print,
-                   root: Path | None = None, amp: str = "auto", compile_model: bool = False,
-                   log_every_s: float | None = None) -> tuple[WindTunnelModel, dict[str, Any]]:
+# the keywords load_or_train and train_and_save take for the fields of RunOptions (how chapters,
+# experiments and tests call them); each call turns them into one RunOptions, resolved once
+RUN_KEYWORDS = ("progress", "device", "amp", "compile_model", "ckpt_every", "log_every_s")
+
+
+def run_options(run: RunOptions | None, log: Callable[[str], None], **keywords: Any) -> RunOptions:
+    """``run`` (default: :class:`RunOptions`'s defaults) with the :data:`RUN_KEYWORDS` given replacing its
+    fields, resolved once. With ``log_every_s`` (not None), progress lines go to ``log``."""
+    unknown = sorted(set(keywords) - set(RUN_KEYWORDS))
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; the run's keywords are "
+                        f"{', '.join(RUN_KEYWORDS)}")
+    every = keywords.pop("log_every_s", None)
+    if every is not None:
+        keywords.update(log=log, log_every_s=every)
+    return replace(run or RunOptions(), **keywords).resolved()
+
+
+def train_and_save(preset: Preset, *, run: RunOptions | None = None, fresh: bool = False, root: Path | None = None,
+                   log: Callable[[str], None] = print, **keywords: Any) -> tuple[WindTunnelModel, dict[str, Any]]:
     """Train ``preset`` into the cache (or ``root``), resuming from its last periodic state unless ``fresh``.
+
+    ``run`` says how it trains (:class:`RunOptions`: device, ``"auto"`` the GPU when visible; precision;
+    compile; progress bar and lines; ``ckpt_every``); the keywords ``progress``, ``device``, ``amp``,
+    ``compile_model``, ``ckpt_every`` and ``log_every_s`` replace its fields (:func:`run_options`). With
+    ``log_every_s``, progress lines (steps/s, time left, loss, entropy MAE) go to ``log`` at every
+    evaluation and at least that often; what this function itself says always goes to ``log``.
 
     A state (weights, optimizer, RNG, scaler, logged-loss sums) is saved every ``ckpt_every`` steps; a
     run killed at any moment restarts from the last one and, on CPU, ends with exactly the weights and
-    the logged history of an uninterrupted run. ``device`` (``"auto"``: the GPU when visible), ``amp``
-    and ``compile_model`` are passed to :func:`bwt_lite.train.fit`. With ``log_every_s``, progress
-    lines (steps/s, time left, loss, entropy MAE) go to ``log`` at every evaluation and at least that often.
+    the logged history of an uninterrupted run.
 
     One run at a time trains a given checkpoint folder: a second one waits for the lock and, when the
     first has written a new checkpoint meanwhile, loads it instead of training again (and logs so).
     """
+    run = run_options(run, log, **keywords)
     directory = checkpoint_dir(preset, root)
     prepare_root(directory.parent)
     directory.mkdir(exist_ok=True)
@@ -80,35 +102,29 @@ def train_and_save(preset: Preset, *, progress: bool = True, device: str | torch
     with _training_lock(directory, preset.name, log):
         after = _seal_of(directory)
         if after is not None and after != before:
-            model, meta = load_checkpoint(directory, preset, device=device)
+            model, meta = load_checkpoint(directory, preset, device=run.device)
             log(f"{preset.name}: another run finished training it while this one waited; using its checkpoint "
                 f"({directory}) instead of training again")
             return model, meta
-        return _train_and_save_locked(preset, directory, progress=progress, device=device, fresh=fresh,
-                                      ckpt_every=ckpt_every, log=log, amp=amp, compile_model=compile_model,
-                                      log_every_s=log_every_s)
+        return _train_and_save_locked(preset, directory, replace(run, desc=preset.name), fresh=fresh, log=log)
 
 
-def _train_and_save_locked(preset: Preset, directory: Path, *, progress: bool, device: str | torch.device,
-                           fresh: bool, ckpt_every: int, log: Callable[[str], None], amp: str,
-                           compile_model: bool, log_every_s: float | None) -> tuple[WindTunnelModel, dict[str, Any]]:
-    dev = resolve_device(device)
-    dtype = amp_dtype(amp, dev)
+def _train_and_save_locked(preset: Preset, directory: Path, run: RunOptions, *, fresh: bool,
+                           log: Callable[[str], None]) -> tuple[WindTunnelModel, dict[str, Any]]:
+    dev, dtype = run.device, run.dtype
     if fresh:
         remove_train_states(directory)
     resume = load_train_state(directory, preset)
-    how = f"on {device_name(dev)}, {precision_name(dtype)}{', compiled' if compile_model else ''}"
+    how = f"on {device_name(dev)}, {precision_name(dtype)}{', compiled' if run.compile_model else ''}"
     if resume is not None:
         log(f"resuming {preset.name} from step {resume.step} of {preset.train.steps} ({directory}; {how})")
     else:
         log(f"training {preset.name} for {preset.train.steps} steps "
             f"({'soft targets: exact posterior' if preset.train.target == 'soft' else 'sampled targets'}; {how})")
-    model, state = fit(preset.tunnel, preset.model, preset.train, resume=resume,
-                       on_checkpoint=lambda s: save_train_state(directory, s, preset), ckpt_every=ckpt_every,
-                       progress=progress, device=dev, desc=preset.name, amp=amp, compile_model=compile_model,
-                       log=None if log_every_s is None else log, log_every_s=log_every_s or 0.0)
+    model, state = fit(preset.tunnel, preset.model, preset.train, run=run, resume=resume,
+                       on_checkpoint=lambda s: save_train_state(directory, s, preset))
     trained_on = {"device": dev.type, "device_name": device_name(dev), "precision": precision_name(dtype),
-                  "compile": compile_model}
+                  "compile": run.compile_model}
     if dev.type == "cpu":
         trained_on["cpu"] = cpu_model()  # one-thread runs repeat bit for bit only on the same kind of CPU
     meta = save_checkpoint(directory, preset, model, state, trained_on)
@@ -116,28 +132,27 @@ def _train_and_save_locked(preset: Preset, directory: Path, *, progress: bool, d
     return model.eval(), meta
 
 
-def load_or_train(preset: Preset, *, retrain: bool = False, progress: bool = True,
-                  device: str | torch.device = "cpu", ckpt_every: int = 500, log: Callable[[str], None] = print,
-                  download: bool = True, amp: str = "auto",
-                  compile_model: bool = False) -> tuple[WindTunnelModel, dict[str, Any]]:
-    """Load ``preset``'s verified checkpoint (cache, then shipped, then hosted), else train it.
+def load_or_train(preset: Preset, *, run: RunOptions | None = None, retrain: bool = False, download: bool = True,
+                  log: Callable[[str], None] = print, **keywords: Any) -> tuple[WindTunnelModel, dict[str, Any]]:
+    """Load ``preset``'s verified checkpoint (cache, then shipped, then hosted) onto the run's device,
+    else train it (:func:`train_and_save`, with ``run`` and the same keywords, e.g. ``device="auto"``).
 
     With ``download`` (the default), a preset published in :mod:`bwt_lite.store.hosted` is downloaded into
     the cache, hash-verified, before any training; offline, that raises a clear error (pass
     ``download=False`` to train instead). Training resumes from the last periodic state if there is one.
     """
+    run = run_options(run, log, **keywords)
     if not retrain:
         found = find_checkpoint(preset)
         if found is not None:
-            return load_checkpoint(found, preset, device=device)
+            return load_checkpoint(found, preset, device=run.device)
         if download:
             fetched = fetch_checkpoint(preset, log=log)
             if fetched is not None:
-                return load_checkpoint(fetched, preset, device=device)
-    return train_and_save(preset, progress=progress, device=device, fresh=retrain, ckpt_every=ckpt_every,
-                          log=log, amp=amp, compile_model=compile_model)
+                return load_checkpoint(fetched, preset, device=run.device)
+    return train_and_save(preset, run=run, fresh=retrain, log=log)
 
 
 # the store's names the chapters and the command line use with load_or_train, importable from here too
-__all__ = ["CheckpointError", "cache_dir", "checkpoint_dir", "find_checkpoint", "load_checkpoint", "load_or_train",
-           "train_and_save"]
+__all__ = ["CheckpointError", "RUN_KEYWORDS", "RunOptions", "cache_dir", "checkpoint_dir", "find_checkpoint",
+           "load_checkpoint", "load_or_train", "run_options", "train_and_save"]

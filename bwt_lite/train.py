@@ -6,8 +6,9 @@
 Two target modes: ``"sampled"`` (cross-entropy against the sampled answer: the paper's
 claim and the default) and ``"soft"`` (cross-entropy against the exact posterior: same optimum,
 far less gradient noise; always labelled wherever its numbers appear).
-Device, mixed precision and ``torch.compile`` are keyword arguments of :func:`fit`, never part of
-a :class:`TrainConfig` (they do not change the recipe, so they do not change a checkpoint's key).
+Device, mixed precision, ``torch.compile`` and what a run shows travel as one
+:class:`~bwt_lite.runtime.options.RunOptions` (``fit(..., run=...)``), never part of a
+:class:`TrainConfig` (they do not change the recipe, so they do not change a checkpoint's key).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ import torch.nn.functional as F
 from .evaluate import EVAL_SEED_BASE, evaluate
 from .metrics import gaussian_nll
 from .models import WindTunnelModel, build_model
-from .runtime.device import amp_dtype, autocast, compiled, grad_scaler, resolve_device
+from .runtime.device import autocast, compiled, grad_scaler
+from .runtime.options import RunOptions
 from .train_config import TARGET_MODES, TrainConfig, TrainState
 from .tunnels import Episodes, Tunnel, make_tunnel
 
@@ -89,24 +91,19 @@ def fit(
     model_cfg: Any,
     cfg: TrainConfig,
     *,
+    run: RunOptions | None = None,
     resume: TrainState | None = None,
     on_checkpoint: Callable[[TrainState], None] | None = None,
-    ckpt_every: int = 500,
-    progress: bool = True,
-    device: str | torch.device = "cpu",
-    desc: str = "train",
-    amp: str = "auto",
-    compile_model: bool = False,
-    log: Callable[[str], None] | None = None,
-    log_every_s: float = 60.0,
     stop: Callable[[dict[str, float]], bool] | None = None,
 ) -> tuple[WindTunnelModel, TrainState]:
     """Train a model on a tunnel; returns the model and its final state (history included).
 
-    Episodes are generated on ``device`` (``"auto"``: the GPU when visible). ``amp`` and
-    ``compile_model`` choose mixed precision and ``torch.compile`` (:mod:`bwt_lite.runtime.device`; neither is
-    part of the preset). With ``log``, a line with steps/s and the time left is written at every
-    evaluation and, without a progress bar, at least every ``log_every_s`` seconds. ``stop`` is asked
+    ``run`` (:class:`~bwt_lite.runtime.options.RunOptions`; default: on the CPU, with a progress bar) says
+    how: the device episodes are generated and the model trained on, mixed precision and
+    ``torch.compile`` (neither part of the preset), the progress bar (labelled ``run.desc``), the
+    progress lines to ``run.log`` (at every evaluation and, without a bar, at least every
+    ``run.log_every_s`` seconds) and how often ``on_checkpoint`` gets a state (``run.ckpt_every``).
+    Options not yet resolved are resolved here; resolved ones are taken as they are. ``stop`` is asked
     after every evaluation (for benchmarks: time to a target); when it says True, training ends early,
     as it does at the first evaluation whose accuracy reaches ``cfg.stop_accuracy`` (when set).
 
@@ -116,20 +113,20 @@ def fit(
 
     The loop: one :func:`train_step` per fresh batch, the weight average updated, the loss summed
     (:class:`LossMeter`); every ``cfg.eval_every`` steps an evaluation row (:func:`evaluation_row`)
-    shown by :class:`Report`; every ``ckpt_every`` steps a :class:`TrainState` for ``on_checkpoint``.
+    shown by :class:`Report`; every ``run.ckpt_every`` steps a :class:`TrainState` for ``on_checkpoint``.
     """
-    device = resolve_device(device)
-    dtype = amp_dtype(amp, device)
+    run = (run or RunOptions()).resolved()
+    device, dtype = run.device, run.dtype
     tunnel = make_tunnel(**tunnel_cfg)
     model = init_model(model_cfg, cfg.seed).to(device)
-    forward = compiled(model, compile_model)
+    forward = compiled(model, run.compile_model)
     opt = make_optimizer(model, cfg)
     scaler = grad_scaler(device, dtype)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     state = _restore(resume, model, opt, gen, scaler)
     average = weight_average(model, cfg.ema, resume)
     scored = model if average is None else average
-    report = Report(cfg.steps, state.step, progress, desc, log, log_every_s)
+    report = Report(cfg.steps, state.step, run.progress, run.desc, run.log, run.log_every_s)
     model.train()
     t0 = time.perf_counter()
     losses = LossMeter(device, resume)
@@ -143,14 +140,14 @@ def fit(
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
             row = evaluation_row(scored, tunnel, cfg, device, done, losses.take(),
-                                 state.elapsed_s + time.perf_counter() - t0, desc, amp=dtype is not None)
+                                 state.elapsed_s + time.perf_counter() - t0, run.desc, amp=dtype is not None)
             model.train()
             state.history.append(row)
             report.evaluated(done, row)
             stopped = bool(cfg.stop_accuracy and (row.get("accuracy") or 0.0) >= cfg.stop_accuracy)
             stopped = stopped or (stop is not None and bool(stop(row)))
         report.stepped(done)
-        if on_checkpoint is not None and (done % ckpt_every == 0 or done == cfg.steps):
+        if on_checkpoint is not None and (done % run.ckpt_every == 0 or done == cfg.steps):
             on_checkpoint(_snapshot(done, model, opt, gen, state, t0, scaler, average, losses))
         if stopped:
             break
@@ -360,6 +357,6 @@ def _progress(total: int, initial: int, enabled: bool, desc: str):
     return tqdm(total=total, initial=initial, desc=desc, unit="step", dynamic_ncols=True, mininterval=1.0)
 
 
-__all__ = ["TARGET_MODES", "EVAL_SEED_BASE", "LossMeter", "Report", "Throughput", "TrainConfig", "TrainState",
-           "evaluation_row", "fit", "format_duration", "init_model", "loss_fn", "lr_at", "train_step", "update_average",
-           "weight_average"]
+__all__ = ["TARGET_MODES", "EVAL_SEED_BASE", "LossMeter", "Report", "RunOptions", "Throughput", "TrainConfig",
+           "TrainState", "evaluation_row", "fit", "format_duration", "init_model", "loss_fn", "lr_at", "train_step",
+           "update_average", "weight_average"]

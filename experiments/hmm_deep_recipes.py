@@ -20,7 +20,7 @@ from pathlib import Path
 from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.evaluate import evaluate
 from bwt_lite.presets import get_preset
-from bwt_lite.runtime.device import resolve_device
+from bwt_lite.runtime.options import RunOptions
 from bwt_lite.train import fit
 from bwt_lite.tunnels import make_tunnel
 
@@ -49,11 +49,10 @@ def run(name: str, out: Path, device: str, steps: int | None, episodes: int, dea
         cfg = replace(cfg, steps=EPISODES // cfg.batch_size, eval_every=max(EPISODES // cfg.batch_size // 20, 1))
         cfg = replace(cfg, **smoke({}, steps))
         preset = replace(base, train=cfg, model=replace(base.model, **model))
-        dev = resolve_device(device)
+        run = RunOptions(device=device, progress=False).resolved()
         t0 = time.perf_counter()
-        net, state = fit(preset.tunnel, preset.model, preset.train, progress=False, device=dev,
-                         stop=lambda r: time.time() > deadline)
-        res = evaluate(net, make_tunnel(**preset.tunnel), episodes=episodes, device=dev)
+        net, state = fit(preset.tunnel, preset.model, preset.train, run=run, stop=lambda r: time.time() > deadline)
+        res = evaluate(net, make_tunnel(**preset.tunnel), episodes=episodes, device=run.device)
         row.update(changes={**train, **model}, steps=cfg.steps, trained_steps=state.step, batch_size=cfg.batch_size,
                    wall_s=round(time.perf_counter() - t0, 1), entropy_mae_bits=res.entropy_mae_bits,
                    kl_bits=res.kl_bits, history=[{"step": h["step"], "entropy_mae_bits": h["entropy_mae_bits"]}

@@ -42,7 +42,7 @@ def fit_until_killed(preset, at_step: int, ckpt_every: int = 4, **fit_kwargs):
     right after the state of step ``at_step`` is written; returns the directory."""
     from bwt_lite.store.cache import checkpoint_dir
     from bwt_lite.store.resume import save_train_state
-    from bwt_lite.train import fit
+    from bwt_lite.train import RunOptions, fit
 
     directory = checkpoint_dir(preset)
 
@@ -52,6 +52,6 @@ def fit_until_killed(preset, at_step: int, ckpt_every: int = 4, **fit_kwargs):
             raise Killed
 
     with pytest.raises(Killed):
-        fit(preset.tunnel, preset.model, preset.train, progress=False, on_checkpoint=save_then_die,
-            ckpt_every=ckpt_every, **fit_kwargs)
+        fit(preset.tunnel, preset.model, preset.train, on_checkpoint=save_then_die,
+            run=RunOptions(progress=False, ckpt_every=ckpt_every, **fit_kwargs))
     return directory

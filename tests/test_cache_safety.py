@@ -12,7 +12,7 @@ from bwt_lite.store.cache import LOCK, MARKER, CacheError, clear_cache, is_cache
 from bwt_lite.store.resume import save_train_state
 from bwt_lite.cli import main
 from bwt_lite.presets import get_preset
-from bwt_lite.train import fit
+from bwt_lite.train import RunOptions, fit
 
 
 def tiny(**kw):
@@ -37,7 +37,7 @@ def filled(isolated_cache):
     file), and things it did not write, among them a folder named like a checkpoint and a symlink."""
     done, partial = tiny(), tiny(seed=1)
     train_and_save(done, progress=False, log=lambda _: None)
-    _, state = fit(partial.tunnel, partial.model, partial.train, progress=False)
+    _, state = fit(partial.tunnel, partial.model, partial.train, run=RunOptions(progress=False))
     save_train_state(checkpoint_dir(partial), state, partial)
     (checkpoint_dir(partial) / ".model.safetensors.abc123_x.tmp").write_bytes(b"half")  # a killed write
     staging = isolated_cache / f".download-{checkpoint_dir(done).name}-k2j4_x9a"  # a killed download

@@ -15,7 +15,7 @@ from bwt_lite.store.checkpoint import reseal_checkpoint
 from bwt_lite.store.files import SEAL, read_json, seal_sha256
 from bwt_lite.store.resume import load_train_state, save_train_state
 from bwt_lite.presets import get_preset
-from bwt_lite.train import fit
+from bwt_lite.train import RunOptions, fit
 
 
 def tiny(arch="transformer", **kw):
@@ -259,7 +259,7 @@ def test_a_huge_json_is_refused_before_reading(ckpt):
 
 def save_final_state(train_preset, directory, recorded_preset=None):
     """Train ``train_preset`` and store its final state as a resume state in ``directory``."""
-    _, state = fit(train_preset.tunnel, train_preset.model, train_preset.train, progress=False)
+    _, state = fit(train_preset.tunnel, train_preset.model, train_preset.train, run=RunOptions(progress=False))
     save_train_state(directory, state, recorded_preset)
     return directory / "resume" / f"step-{state.step:07d}.json"
 

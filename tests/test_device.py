@@ -11,7 +11,7 @@ from bwt_lite.store import cache
 from bwt_lite.store.resume import load_train_state
 from bwt_lite.runtime.device import amp_dtype, cpu_model, resolve_device
 from bwt_lite.presets import get_preset
-from bwt_lite.train import Throughput, fit, format_duration
+from bwt_lite.train import RunOptions, Throughput, fit, format_duration
 from conftest import fit_until_killed
 
 
@@ -55,16 +55,16 @@ def test_resolve_device(monkeypatch):
 
 def test_auto_precision_on_cpu_is_plain_fp32():
     p = tiny()
-    a, _ = fit(p.tunnel, p.model, p.train, progress=False)
-    b, _ = fit(p.tunnel, p.model, p.train, progress=False, amp="off", device="auto")
+    a, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
+    b, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False, amp="off", device="auto"))
     assert same_weights(a, b)
 
 
 @pytest.mark.parametrize("amp", ["bf16", "fp16"])
 def test_mixed_precision_trains_and_keeps_fp32_weights(amp):
     p = tiny()
-    ref, _ = fit(p.tunnel, p.model, p.train, progress=False)
-    model, state = fit(p.tunnel, p.model, p.train, progress=False, amp=amp)
+    ref, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
+    model, state = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False, amp=amp))
     assert all(v.dtype == torch.float32 for v in model.state_dict().values())
     assert not same_weights(ref, model)  # it did run in lower precision
     assert all(math.isfinite(r["loss"]) and math.isfinite(r["entropy_mae_bits"]) for r in state.history)
@@ -75,7 +75,7 @@ def test_mixed_precision_trains_and_keeps_fp32_weights(amp):
 
 def test_fp16_run_resumes_exactly_with_its_scaler_state(isolated_cache):
     p = tiny(steps=12)
-    full, _ = fit(p.tunnel, p.model, p.train, progress=False, amp="fp16")
+    full, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False, amp="fp16"))
     directory = fit_until_killed(p, 8, amp="fp16")
     assert load_train_state(directory).scaler is not None
     resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=lambda _: None, amp="fp16")
@@ -95,15 +95,15 @@ def test_compile_wraps_the_training_forward_only(monkeypatch):
 
     monkeypatch.setattr(torch, "compile", fake_compile)
     p = tiny()
-    a, _ = fit(p.tunnel, p.model, p.train, progress=False, compile_model=True)
-    b, _ = fit(p.tunnel, p.model, p.train, progress=False)
+    a, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False, compile_model=True))
+    b, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     assert len(compiled) == 1 and compiled[0] is a and same_weights(a, b)
 
 
 def test_progress_lines_report_steps_per_second_and_time_left():
     p = tiny()
     lines = []
-    fit(p.tunnel, p.model, p.train, progress=False, log=lines.append, log_every_s=0.0, desc="tiny")
+    fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False, log=lines.append, log_every_s=0.0, desc="tiny"))
     assert len(lines) == 8  # every step (log_every_s=0), the two evaluations with their metrics
     assert all(line.startswith("tiny: step ") for line in lines)
     assert "steps/s" in lines[-1] and "left" in lines[-1] and "entropy MAE" in lines[-1]
@@ -121,7 +121,7 @@ def test_throughput_and_durations():
 
 def test_stop_ends_training_at_an_evaluation():
     p = tiny()
-    model, state = fit(p.tunnel, p.model, p.train, progress=False, stop=lambda row: True)
+    model, state = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False), stop=lambda row: True)
     assert state.step == 4 and [r["step"] for r in state.history] == [4]
 
 

@@ -11,7 +11,7 @@ from bwt_lite.evaluate import evaluate
 from bwt_lite.metrics import gaussian_entropy_bits
 from bwt_lite.models import ARCHS, build_model
 from bwt_lite.presets import get_preset
-from bwt_lite.train import fit, loss_fn
+from bwt_lite.train import RunOptions, fit, loss_fn
 from bwt_lite.tunnels import TUNNELS, make_tunnel
 from conftest import gen
 
@@ -27,7 +27,7 @@ def tiny(tunnel: str, arch: str, **train):
 @pytest.mark.parametrize("tunnel", sorted(TUNNELS))
 def test_every_tunnel_trains_and_evaluates_with_every_arch(tunnel, arch, target):
     p = tiny(tunnel, arch, target=target)
-    model, state = fit(p.tunnel, p.model, p.train, progress=False)
+    model, state = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     assert state.step == 3 and len(state.history) == 1
     t = make_tunnel(**p.tunnel)
     res = evaluate(model, t, episodes=16)

@@ -13,7 +13,7 @@ from bwt_lite.claims import (CLAIM_IDS, FAST, PAPER_SCALE_IDS, VERDICTS, format_
 from bwt_lite.claims.paper_scale import PaperScaleContext, measure
 from bwt_lite.presets import get_preset
 from bwt_lite.store.checkpoint import save_checkpoint
-from bwt_lite.train import fit
+from bwt_lite.train import RunOptions, fit
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def tiny_paper_folder(tmp_path_factory):
     paper = get_preset("bijection", "transformer", "paper")
     preset = replace(paper, model=replace(paper.model, d_model=16, n_layers=2, n_heads=2)).with_train(
         steps=3, warmup_steps=1, eval_every=3, eval_episodes=8)
-    model, state = fit(preset.tunnel, preset.model, preset.train, progress=False)
+    model, state = fit(preset.tunnel, preset.model, preset.train, run=RunOptions(progress=False))
     directory = checkpoint_dir(preset, root)
     directory.mkdir(parents=True)
     save_checkpoint(directory, preset, model, state, {"device": "cpu", "device_name": "cpu (1 thread)",

@@ -12,7 +12,7 @@ import torch
 from bwt_lite.checkpoints import CheckpointError, checkpoint_dir, load_checkpoint, load_or_train, train_and_save
 from bwt_lite.presets import get_preset
 from bwt_lite.store.resume import load_train_state
-from bwt_lite.train import TrainConfig, fit, lr_at
+from bwt_lite.train import RunOptions, TrainConfig, fit, lr_at
 from conftest import fit_until_killed
 
 
@@ -39,8 +39,8 @@ def test_a_longer_schedule_stopped_early_is_the_same_run_cut_short():
     def rows(state):  # the history without its wall times
         return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in state.history if r["step"] <= 8]
 
-    _, s_long = fit(long.tunnel, long.model, long.train, progress=False)
-    _, s_cut = fit(cut.tunnel, cut.model, cut.train, progress=False)
+    _, s_long = fit(long.tunnel, long.model, long.train, run=RunOptions(progress=False))
+    _, s_cut = fit(cut.tunnel, cut.model, cut.train, run=RunOptions(progress=False))
     assert len(rows(s_cut)) == 2 and rows(s_cut) == rows(s_long)
     with pytest.raises(ValueError, match="decay_steps must be 0"):
         TrainConfig(warmup_steps=10, decay_steps=10)
@@ -64,8 +64,8 @@ def test_train_config_rejects_unknown_target():
 
 def test_same_seed_same_model():
     p = tiny()
-    m1, s1 = fit(p.tunnel, p.model, p.train, progress=False)
-    m2, s2 = fit(p.tunnel, p.model, p.train, progress=False)
+    m1, s1 = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
+    m2, s2 = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
     assert [r["entropy_mae_bits"] for r in s1.history] == [r["entropy_mae_bits"] for r in s2.history]
 
@@ -79,7 +79,7 @@ def test_interrupted_training_resumes_to_the_same_result(isolated_cache):
     the same weights and logs the same history, the loss at step 8 included (its running sum over steps
     5-6 is in the state)."""
     p = tiny()
-    full, full_state = fit(p.tunnel, p.model, p.train, progress=False)
+    full, full_state = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     directory = fit_until_killed(p, 6, ckpt_every=3)
     state = load_train_state(directory, p)
     assert state.step == 6 and state.loss_n == 2 and state.loss_sum > 0
@@ -246,7 +246,7 @@ def test_sigkill_while_writing_a_state_resumes_from_the_last_complete_one(isolat
     """SIGKILL in the middle of writing a periodic state: the half-written file is never read back,
     the restart resumes from the previous state and ends with the uninterrupted run's exact weights."""
     p = tiny()
-    full, _ = fit(p.tunnel, p.model, p.train, progress=False)
+    full, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     env = {**os.environ, "BWT_CACHE_DIR": str(isolated_cache), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-c", KILL_MID_WRITE]
     first = subprocess.run(cmd + [killed_writing], env=env, capture_output=True, text=True, timeout=300)
@@ -267,8 +267,8 @@ def test_weight_average_follows_the_unchanged_run():
     from bwt_lite.tunnels import make_tunnel
     p, plain = tiny(ema=0.8), tiny()
     assert "ema" not in plain.train.to_dict() and plain.key() != p.key()  # off: left out of the key
-    avg, state = fit(p.tunnel, p.model, p.train, progress=False)
-    raw, raw_state = fit(plain.tunnel, plain.model, plain.train, progress=False)
+    avg, state = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
+    raw, raw_state = fit(plain.tunnel, plain.model, plain.train, run=RunOptions(progress=False))
     # the raw weights train exactly as without the average; the returned model is the average
     assert all(torch.equal(state.model[k], v) for k, v in raw.state_dict().items())
     assert all(torch.equal(state.average[k], v) for k, v in avg.state_dict().items())
@@ -291,11 +291,12 @@ def test_weight_average_follows_the_unchanged_run():
 
 def test_interrupted_training_with_a_weight_average_resumes_exactly(isolated_cache):
     p = tiny(ema=0.9)
-    full, _ = fit(p.tunnel, p.model, p.train, progress=False)
+    full, _ = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     directory = fit_until_killed(p, 8)
     assert load_train_state(directory).average is not None
     resumed, meta = train_and_save(p, progress=False, ckpt_every=4, log=lambda _: None)
     assert all(torch.equal(a, b) for a, b in zip(full.state_dict().values(), resumed.state_dict().values()))
+    quiet = RunOptions(progress=False)
     with pytest.raises(ValueError, match="no weight average"):  # a state saved without one
-        fit(p.tunnel, p.model, p.train, progress=False,
-            resume=fit(tiny(steps=4).tunnel, p.model, tiny(steps=4).train, progress=False)[1])
+        fit(p.tunnel, p.model, p.train, run=quiet,
+            resume=fit(tiny(steps=4).tunnel, p.model, tiny(steps=4).train, run=quiet)[1])

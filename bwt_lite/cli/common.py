@@ -14,6 +14,7 @@ from ..models.config import ATTENTION_ONLY_POSITIONS
 from ..presets import PAPER_DEPTH_SIZES, Preset, get_preset
 from ..orchestration import bench
 from ..runtime.device import device_name
+from ..runtime.options import RunOptions
 from ..store.cache import RESUME, checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..store.hosted import hosted_checkpoint
@@ -120,6 +121,16 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         raise ValueError(f"--horizon: a loss horizon exists for the recurrence tunnel only, not {args.tunnel}")
     return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
                       alibi=alibi, horizon=horizon, length=getattr(args, "train_length", None), **overrides)
+
+
+def run_from_args(args: argparse.Namespace) -> RunOptions:
+    """How a command trains (:class:`RunOptions`), from its options, resolved once here for everything below:
+    ``--device`` (checked when parsed), ``--amp``, ``--compile``, ``--ckpt-every`` where the command has
+    them, the progress bar, and progress lines to stderr every ``--log-every`` seconds where it has that."""
+    every = getattr(args, "log_every", None)
+    lines: dict[str, Any] = {} if every is None else {"log": log_line, "log_every_s": every}
+    return RunOptions(device=args.device, amp=getattr(args, "amp", "auto"), compile_model=getattr(args, "compile", False),
+                      progress=show_progress(args), ckpt_every=getattr(args, "ckpt_every", 500), **lines).resolved()
 
 
 def show_progress(args: argparse.Namespace) -> bool:

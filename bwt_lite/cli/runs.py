@@ -20,7 +20,8 @@ from ..store.cache import SHIPPED_DIR, checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..train import format_duration
 from .cache import check_cache_dir
-from .common import CommandExit, check_paper_on_cpu, log_line, print_estimates, show_progress, would_train
+from .common import (CommandExit, check_paper_on_cpu, log_line, print_estimates, run_from_args, show_progress,
+                     would_train)
 from .options import check_jobs_on_cpu, check_scan_size
 
 
@@ -45,8 +46,8 @@ def cmd_ship(args: argparse.Namespace) -> int:
         if args.jobs > 1:
             meta = json.loads((target / "checkpoint.json").read_text())
         else:
-            _, meta = train_and_save(preset, progress=show_progress(args), device=args.device, fresh=args.retrain,
-                                     log=log_line, root=SHIPPED_DIR)
+            _, meta = train_and_save(preset, run=run_from_args(args), fresh=args.retrain, log=log_line,
+                                     root=SHIPPED_DIR)
         last = meta["history"][-1]
         print(f"{preset.name}: trained in {meta['train_time_s']:.0f} s, entropy MAE "
               f"{last['entropy_mae_bits']:.4f} bits, KL {last['kl_bits']:.4f} bits ({target.name})")

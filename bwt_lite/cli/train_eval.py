@@ -18,7 +18,7 @@ from ..store.cache import checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..tunnels import TUNNELS, make_tunnel
 from .cache import check_cache_dir, check_cache_readable
-from .common import (check_paper_on_cpu, log_line, preset_from_args, print_estimates, resumable, show_progress,
+from .common import (check_paper_on_cpu, log_line, preset_from_args, print_estimates, resumable, run_from_args,
                      would_train)
 from .options import UNTABLED_LENGTH_FACTOR, check_variant
 
@@ -29,9 +29,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     check_cache_dir()
     print_estimates(args, on_cpu, fresh=args.fresh)
     with resumable(args, preset):
-        model, meta = train_and_save(preset, progress=show_progress(args), device=args.device,
-                                     fresh=args.fresh, ckpt_every=args.ckpt_every, log=log_line, amp=args.amp,
-                                     compile_model=args.compile, log_every_s=args.log_every)
+        model, meta = train_and_save(preset, run=run_from_args(args), fresh=args.fresh, log=log_line)
     last = meta["history"][-1] if meta["history"] else {}
     rate = meta["train_steps"] / meta["train_time_s"] if meta["train_time_s"] > 0 else float("nan")
     print(f"{preset.name}: {meta['train_steps']} steps in {meta['train_time_s']:.1f} s ({rate:.1f} steps/s), "
@@ -91,8 +89,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_cache_dir()
     print_estimates(args, on_cpu)
     with resumable(args, preset) if trains else contextlib.nullcontext():
-        model, meta = load_or_train(preset, progress=show_progress(args), device=args.device, log=log_line,
-                                    download=not args.no_download)
+        model, meta = load_or_train(preset, run=run_from_args(args), log=log_line, download=not args.no_download)
     res = evaluate(model, tunnel, episodes=args.episodes, seed=args.seed_eval)
     paper = paper_value(preset.tunnel["tunnel"], preset.model.arch)
     out = {

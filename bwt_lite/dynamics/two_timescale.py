@@ -36,6 +36,7 @@ from ..metrics import LN2, entropy_bits
 from ..models import build_model, run_with_cache
 from ..paper import Published, paper_figure
 from ..presets import Preset, get_preset
+from ..runtime.options import RunOptions
 from ..stats import first_step_at_or_below, mean_ci
 from ..train import fit, init_model
 from ..tunnels import make_tunnel
@@ -382,9 +383,10 @@ def value_lr_on_bijection(mults: tuple[float, ...] = (1.0, 10.0), seeds: tuple[i
             target = spec["target_bits"] if target_bits is None else float(target_bits)
             states = [(0, init_model(preset.model, seed).state_dict())]  # fit's own initialisation
             t0 = time.perf_counter()
-            _, st = fit(preset.tunnel, preset.model, preset.train, progress=progress,
-                        on_checkpoint=lambda s: states.append((s.step, s.model)), ckpt_every=spec["track_every"],
-                        desc=f"bijection value lr x{mult:g} seed {seed}")
+            run = RunOptions(progress=progress, ckpt_every=spec["track_every"],
+                             desc=f"bijection value lr x{mult:g} seed {seed}")
+            _, st = fit(preset.tunnel, preset.model, preset.train, run=run,
+                        on_checkpoint=lambda s: states.append((s.step, s.model)))
             elapsed = time.perf_counter() - t0
             hit = next((r["step"] for r in st.history if r["entropy_mae_bits"] <= target), None)
             runs.append(BijectionRun(mult=float(mult), seed=seed, history=st.history, steps_to_target=hit,

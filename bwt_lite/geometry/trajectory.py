@@ -34,6 +34,7 @@ from ..paths import TRAJECTORY_DIR
 from ..evaluate import evaluate
 from ..models import WindTunnelModel, build_model
 from ..presets import FORMAT_VERSION, Preset, get_preset
+from ..runtime.options import RunOptions
 from ..store.files import CheckpointError, atomic_write, read_json, read_verified, sha256_bytes
 from ..train import fit, init_model
 from ..tunnels import make_tunnel
@@ -110,8 +111,8 @@ def train_trajectory(preset: Preset, save_steps: tuple[int, ...] | list[int], *,
             kept[state.step] = {k: v.detach().cpu().clone() for k, v in state.model.items()}
 
     t0 = time.perf_counter()
-    _, final = fit(preset.tunnel, preset.model, preset.train, on_checkpoint=keep, ckpt_every=every,
-                   progress=progress, desc=name, log=log, log_every_s=60.0)
+    _, final = fit(preset.tunnel, preset.model, preset.train, on_checkpoint=keep,
+                   run=RunOptions(ckpt_every=every, progress=progress, desc=name, log=log, log_every_s=60.0))
     missing = [s for s in steps if s not in kept]
     if missing:
         raise RuntimeError(f"no snapshot was taken at step(s) {missing}")

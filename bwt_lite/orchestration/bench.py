@@ -44,6 +44,7 @@ from ..presets import SCALES, TUNNEL_ARGS, Preset, get_preset
 from ..train import fit, format_duration
 from ..tunnels import Tunnel, make_tunnel
 from ..runtime.device import amp_dtype, device_name, precision_name, resolve_device
+from ..runtime.options import RunOptions
 from .goals import cpu_ratios, format_goals, gpu_fast_path
 from .timing import num_threads, stats, steps_per_second, timings
 
@@ -271,10 +272,10 @@ def train_to_target(scale: str = "lite", target_bits: float | None = None, devic
     preset = get_preset("bijection", "transformer", scale)
     target = DEFAULT_TARGET_BITS[scale] if target_bits is None else target_bits
     train = preset.train if max_steps is None else preset.with_train(steps=min(max_steps, preset.train.steps)).train
-    dev = resolve_device(device)
+    run = RunOptions(device=device, amp=amp, compile_model=compile_model, progress=progress, desc=preset.name)
+    run = run.resolved()
     t0 = time.perf_counter()
-    _, state = fit(preset.tunnel, preset.model, train, progress=progress, device=dev, amp=amp,
-                   compile_model=compile_model, desc=preset.name,
+    _, state = fit(preset.tunnel, preset.model, train, run=run,
                    stop=lambda row: row["entropy_mae_bits"] <= target)
     last = state.history[-1]
     reached = time_to_target(state.history, target)

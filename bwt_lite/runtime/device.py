@@ -1,8 +1,9 @@
 """Where and how training runs: device, mixed precision (autocast) and ``torch.compile``.
 
 None of this is part of a preset: it changes speed (and, for mixed precision, rounding), not the
-recipe, so it never enters a checkpoint key. :func:`bwt_lite.train.fit` takes these as keyword
-arguments and ``bwt train`` as ``--device``, ``--amp`` and ``--compile``.
+recipe, so it never enters a checkpoint key. :func:`bwt_lite.train.fit` takes them in one
+:class:`~bwt_lite.runtime.options.RunOptions`, resolved once, and ``bwt train`` as ``--device``,
+``--amp`` and ``--compile``.
 
 Mixed precision (``amp``):
 - ``"auto"`` (default): off on CPU; on CUDA, bfloat16 autocast on GPUs with native bfloat16
