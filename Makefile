@@ -7,7 +7,7 @@ STAMP := $(VENV)/.bwt-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: venv book test check bench notebooks stress links release clean constraints mathjax
+.PHONY: venv book test check bench notebooks stress links release clean constraints mathjax lock
 
 # Seconds one notebook cell may run in tests and in the book build before it fails: the slowest
 # chapter cell takes under two minutes on 2 CPU cores, so a stalled kernel fails within minutes.
@@ -63,6 +63,11 @@ test: venv
 # every push. `make test` (the chapters too) is what CI and a submission must pass.
 check: venv
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -n 2 --dist loadfile -p no:nbval --durations=5
+
+# The recipe lockfile (docs/recipes.lock.json): every preset resolved; tests/test_recipe_lock.py fails when
+# a recipe table changes without it. Write it again after an intended change.
+lock: venv
+	$(BIN)/python -m bwt_lite.recipe_lock
 
 bench: venv
 	$(BIN)/bwt bench
