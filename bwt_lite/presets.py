@@ -376,9 +376,8 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("recurrence", "mlp", {}),
     ("recurrence", "lstm", {}),
     ("recurrence", "mamba", {}),
-    # its controls: trained on 8 values with sinusoidal positions (scored on 16 and 32), and the shuffled layout
+    # its length control: trained on 8 values with sinusoidal positions (scored on 16 and 32)
     ("recurrence", "transformer", {"length": 8, "positions": "sinusoidal"}),
-    ("recurrence", "transformer", {"variant": "shuffled"}),
 )
 
 
