@@ -33,10 +33,12 @@ import yaml
 from .paths import CHECKOUT, DATA_DIR
 from .llm.text_lm import FILES as TEXT_LM_FILES
 from .llm.text_lm import SHIPPED as TEXT_LM
-from .presets import get_preset, shipped_presets
+from .models import ARCHS
+from .presets import Preset, get_preset, shipped_presets
 from .store.cache import META, WEIGHTS, checkpoint_dir
 from .store.checkpoint import find_checkpoint
-from .store.hosted import REGISTRY, registry_entry
+from .store.hosted import registry_entry
+from .tunnels import TUNNELS
 from .version import __version__
 
 ROOT = CHECKOUT  # the source checkout (releases are built from one)
@@ -146,6 +148,18 @@ def release_url(repo: str, version: str = __version__) -> str:
     return f"{repo}/releases/download/v{version}"
 
 
+def paper_presets() -> list[Preset]:
+    """The paper-scale recipe of every tunnel and architecture that has one: what a release may publish."""
+    presets = []
+    for tunnel in TUNNELS:
+        for arch in ARCHS:
+            try:
+                presets.append(get_preset(tunnel, arch, "paper"))
+            except (KeyError, ValueError):  # no paper recipe for this pair
+                pass
+    return presets
+
+
 def paper_checkpoints(dest: Path, root: Path = ROOT) -> dict[str, dict]:
     """Copy every finished paper checkpoint in the cache to ``dest``; their registry entries by preset.
 
@@ -153,12 +167,10 @@ def paper_checkpoints(dest: Path, root: Path = ROOT) -> dict[str, dict]:
     """
     base = release_url(repository_url(root))
     entries: dict[str, dict] = {}
-    for name in REGISTRY:
-        tunnel, arch = name.split("-")[:2]
-        target = "soft" if name.endswith("-soft") else None
-        preset = get_preset(tunnel, arch, "paper", **({"target": target} if target else {}))
+    for preset in paper_presets():
+        name = preset.name
         found = find_checkpoint(preset)
-        if found is None or preset.name != name:
+        if found is None:
             continue
         out = dest / name
         out.mkdir(parents=True, exist_ok=True)

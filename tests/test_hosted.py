@@ -13,10 +13,7 @@ from bwt_lite.checkpoints import checkpoint_dir, load_or_train, train_and_save
 from bwt_lite.store import hosted
 from bwt_lite.store.cache import MARKER
 from bwt_lite.store.hosted import REGISTRY, HostedDownloadError, fetch_checkpoint, hosted_checkpoint, registry_entry
-from bwt_lite.models import ARCHS
-from bwt_lite.presets import SCALES, get_preset
-from bwt_lite.train import TARGET_MODES
-from bwt_lite.tunnels import TUNNELS
+from bwt_lite.presets import get_preset
 
 
 def tiny():
@@ -65,31 +62,39 @@ def cached_files(cache: Path) -> list[str]:
                   if p.is_file() and p.name != MARKER) if cache.exists() else []
 
 
-def all_presets():
-    for t in TUNNELS:
-        for a in ARCHS:
-            for s in SCALES:
-                for m in TARGET_MODES:
-                    try:
-                        yield get_preset(t, a, s, target=m)
-                    except (KeyError, ValueError):  # a tunnel or architecture without presets (yet)
-                        pass
+def test_published_entries_are_presets_with_matching_keys():
+    """Whatever is published names a paper preset and was trained from exactly its configuration."""
+    from bwt_lite.release import paper_presets
 
-
-def test_registry_names_are_presets_and_published_keys_match():
-    names = {p.name: p for p in all_presets()}
+    names = {p.name: p for p in paper_presets()}
     for name, entry in REGISTRY.items():
-        assert name in names, f"registry entry {name!r} is not a preset name"
-        if entry is not None:
-            assert entry.key == names[name].key(), f"hosted {name} was trained from another configuration"
-            for f in (entry.weights, entry.meta):
-                assert f.url.startswith("https://") and len(f.sha256) == 64 and f.size > 0
+        assert name in names, f"registry entry {name!r} is not a paper preset's name"
+        assert entry.key == names[name].key(), f"hosted {name} was trained from another configuration"
+        for f in (entry.weights, entry.meta):
+            assert f.url.startswith("https://") and len(f.sha256) == 64 and f.size > 0
 
 
-def test_unpublished_preset_is_not_fetched(isolated_cache):
-    assert REGISTRY["bijection-transformer-paper"] is None or hosted_checkpoint(get_preset("bijection", "transformer", "paper"))
-    assert fetch_checkpoint(tiny(), log=pytest.fail) is None
+def test_unlisted_preset_is_not_downloaded_and_is_trained(isolated_cache, monkeypatch):
+    """A preset the registry does not list is unpublished: no download is tried, load_or_train trains it."""
+    preset = tiny()
+    assert preset.name not in REGISTRY and hosted_checkpoint(preset) is None
+    assert fetch_checkpoint(preset, log=pytest.fail) is None
     assert not isolated_cache.exists()
+    monkeypatch.setattr(hosted, "_download", lambda *a, **k: pytest.fail("no download for an unlisted preset"))
+    _, meta = load_or_train(preset, progress=False, log=lambda _: None)
+    assert meta["train_steps"] == 6 and meta["key"] == preset.key()
+
+
+def test_listed_preset_is_downloaded_and_verified(published, isolated_cache, monkeypatch):
+    """A listed preset is fetched and its checkpoint verified as a whole before it is kept."""
+    preset, entry, _, _ = published
+    assert hosted_checkpoint(preset) == entry
+    verified = []
+    real = hosted.load_checkpoint
+    monkeypatch.setattr(hosted, "load_checkpoint", lambda folder, p: verified.append(p.name) or real(folder, p))
+    folder = fetch_checkpoint(preset, log=lambda _: None)
+    assert verified == [preset.name] and folder == checkpoint_dir(preset)
+    assert sorted(f.name for f in folder.iterdir()) == ["checkpoint.json", "model.safetensors"]
 
 
 def test_served_file_with_the_right_hash_is_cached_and_loaded(published, isolated_cache):
@@ -185,18 +190,3 @@ def test_entry_for_another_configuration_is_ignored(published, isolated_cache, m
     preset, entry, _, _ = published
     monkeypatch.setitem(REGISTRY, preset.name, hosted.HostedCheckpoint("0" * 64, entry.weights, entry.meta))
     assert hosted_checkpoint(preset) is None and fetch_checkpoint(preset, log=pytest.fail) is None
-
-
-def test_every_paper_preset_has_a_registry_line():
-    from bwt_lite.presets import TUNNEL_ARGS
-
-    missing = []
-    for t in TUNNEL_ARGS:
-        for a in ARCHS:
-            try:
-                name = get_preset(t, a, "paper").name
-            except (KeyError, ValueError):
-                continue
-            if name not in REGISTRY:
-                missing.append(name)
-    assert not missing, f"add a line (None until published) to bwt_lite/store/hosted.py REGISTRY for: {missing}"

@@ -9,9 +9,7 @@ train. A download goes to a temporary folder inside the cache; pooch checks each
 truncated or replaced file is refused with an error naming the preset and the expected hash, and
 nothing of it stays in the cache.
 
-Entries are ``None`` until the maintainers publish a file. To publish: train the preset
-(``bwt train ... --scale paper``), upload the two files of its cache folder, and add the output of
-:func:`registry_entry` here.
+:data:`REGISTRY` lists only what is published; a new tunnel or architecture adds nothing here.
 """
 from __future__ import annotations
 
@@ -44,33 +42,14 @@ class HostedCheckpoint:
     meta: HostedFile  # checkpoint.json
 
 
-# Preset name -> its published checkpoint (None: not published yet). Every paper preset has a line.
-REGISTRY: dict[str, HostedCheckpoint | None] = {
-    "bijection-transformer-paper": None,
-    "bijection-mlp-paper": None,
-    "bijection-lstm-paper": None,
-    "bijection-mamba-paper": None,
-    "hmm-transformer-paper-soft": None,
-    "hmm-mlp-paper-soft": None,
-    "hmm-lstm-paper-soft": None,
-    "hmm-mamba-paper-soft": None,
-    "recall-transformer-paper": None,
-    "recall-mlp-paper": None,
-    "recall-lstm-paper": None,
-    "recall-mamba-paper": None,
-    "regression-transformer-paper": None,
-    "regression-mlp-paper": None,
-    "regression-lstm-paper": None,
-    "regression-mamba-paper": None,
-    "sticky-transformer-paper": None,
-    "sticky-mlp-paper": None,
-    "sticky-lstm-paper": None,
-    "sticky-mamba-paper": None,
-    "recurrence-transformer-paper": None,
-    "recurrence-mlp-paper": None,
-    "recurrence-lstm-paper": None,
-    "recurrence-mamba-paper": None,
-}
+REGISTRY: dict[str, HostedCheckpoint] = {}
+"""The published checkpoints, by preset name; a preset not listed is simply unpublished (it is trained).
+
+Nothing is published yet. To publish a preset: train it (``bwt train ... --scale paper``), upload the
+two files of its cache folder (``make release`` copies them and writes their entries), and add a line
+``"<preset name>": HostedCheckpoint(key=..., weights=HostedFile(...), meta=HostedFile(...))``, the output
+of :func:`registry_entry`. An entry is used only for the exact configuration whose key it carries.
+"""
 
 
 class HostedDownloadError(CheckpointError):
