@@ -21,6 +21,8 @@ CUDA graph, each run on its own stream, ``--max-active`` runs side by side). In 
 
     python experiments/paper_scale.py --cells bijection hmm recall regression --seeds 0 1 2 \\
         --budget-s 480 --root DIR --pack OUT
+    python experiments/paper_scale.py --cells recurrence recurrence-opaque recurrence-h5 recurrence-h3 \\
+        --seeds 0 --budget-s 480 --root DIR --pack OUT   # chapter 13's tunnel at the authors' 6 x 192
 
 ``--steps N`` shortens every run to N steps (a smoke run: ``--steps 16 --device cpu``).
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import sys
 import tarfile
 import time
@@ -38,6 +41,7 @@ import torch
 
 from bwt_lite.fast_train import (FastRun, check_against_eager, eager_and_fast, final_scores, peak_tflops,
                                  train_flops_per_step, train_together)
+from bwt_lite.models import POSITIONS
 from bwt_lite.presets import Preset, get_preset
 from bwt_lite.runtime.device import device_name, resolve_device
 from bwt_lite.store.cache import RESUME, checkpoint_dir
@@ -53,13 +57,36 @@ PART_BYTES = 15 * 1024 ** 2  # files that come back from a lent GPU machine must
 EVAL_RESERVE_S = 30.0  # kept back at the end of the budget for the last scores, the record and the pack
 
 
+def cell_preset(cell: str, seed: int) -> Preset:
+    """The paper-scale transformer of a cell: a tunnel name, then optional ``-`` parts: a variant, ``hK`` (a
+    loss horizon K), ``LN`` (trained on N values), a position scheme; e.g. ``recurrence-opaque``,
+    ``recurrence-h5``, ``recurrence-L8-sinusoidal``."""
+    tunnel, *parts = cell.split("-")
+    kwargs: dict[str, Any] = {}
+    for part in parts:
+        if re.fullmatch(r"h\d+", part):
+            kwargs["horizon"] = int(part[1:])
+        elif re.fullmatch(r"L\d+", part):
+            kwargs["length"] = int(part[1:])
+        elif part in POSITIONS:
+            kwargs["positions"] = part
+        else:
+            kwargs["variant"] = part
+    return get_preset(tunnel, "transformer", "paper", seed=seed, **kwargs)
+
+
+def cell_of(p: Preset) -> str:
+    """The cell a run belongs to, read off its name: ``hmm``, ``recurrence-opaque``, ``recurrence-h5`` ..."""
+    return p.name.split("-transformer-")[0]
+
+
 def presets(cells: list[str], seeds: list[int], steps: int | None, batch_size: int | None = None) -> list[Preset]:
     """The runs, seed-major: every cell's first seed before any cell's second (``steps`` and ``batch_size``
     shorten them for a smoke run)."""
     runs = []
     for seed in seeds:
         for cell in cells:
-            p = get_preset(cell, "transformer", "paper", seed=seed)
+            p = cell_preset(cell, seed)
             if steps is not None:
                 p = p.with_train(steps=steps, warmup_steps=min(p.train.warmup_steps, max(steps // 5, 1)))
             if batch_size is not None:
@@ -183,7 +210,7 @@ class Window:
         self.rows[self.key(run.preset)] = row
 
     def row(self, p: Preset, meta: dict | None = None, earlier: bool = False, skipped: bool = False) -> dict:
-        row: dict[str, Any] = {"tunnel": p.tunnel["tunnel"], "seed": p.train.seed, "name": p.name,
+        row: dict[str, Any] = {"tunnel": p.tunnel["tunnel"], "cell": cell_of(p), "seed": p.train.seed, "name": p.name,
                                "key": p.key()[:16], "schedule_steps": p.train.steps,
                                "flops_per_step": self.flops[p.name]}
         if meta is not None:
@@ -200,8 +227,9 @@ def pack(rows: list[dict], root: Path, dest: Path, log) -> dict[str, Any]:
     in parts of at most :data:`PART_BYTES`."""
     dest.mkdir(parents=True, exist_ok=True)
     chosen = {}
-    for tunnel in sorted({r["tunnel"] for r in rows}):
-        done = sorted((r for r in rows if r["tunnel"] == tunnel and r.get("complete") and "entropy_mae_bits" in r),
+    for tunnel in sorted({r.get("cell", r["tunnel"]) for r in rows}):  # a cell: a tunnel, or a variant of one
+        done = sorted((r for r in rows if r.get("cell", r["tunnel"]) == tunnel and r.get("complete")
+                       and "entropy_mae_bits" in r),
                       key=lambda r: r["entropy_mae_bits"])
         if not done:
             continue
@@ -264,13 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_check:
         for c in cells:
             chk = check_against_eager(c.with_train(steps=max(c.train.steps, 8)), device, steps=4, amp=a.amp)
-            result["checks"][c.tunnel["tunnel"]] = {k: v for k, v in chk.items()}
+            result["checks"][cell_of(c)] = {k: v for k, v in chk.items()}
             log(f"check {c.name}: graph {chk['graph']} ({chk['graph_error']}), losses differ by "
                 f"{chk['loss_rel_diff']:.2e} (relative), weights by {chk['weight_abs_diff']:.2e} after 4 steps")
     if a.compare_steps:
         for c in cells:
             r = eager_and_fast(c, device, a.compare_steps, amp=a.amp, chunk=a.chunk)
-            result["compare"][c.tunnel["tunnel"]] = r
+            result["compare"][cell_of(c)] = r
             log(f"alone {c.name}: eager {r['eager_steps_per_s']:.1f} steps/s ({r['eager_tflops']:.1f} TFLOP/s), "
                 f"fast {r['fast_steps_per_s']:.1f} steps/s ({r['fast_tflops']:.1f} TFLOP/s, MFU {r['fast_mfu']}), "
                 f"graph {r['graph']}")

@@ -190,3 +190,24 @@ def test_seed_cells_are_told_apart_by_their_recipe_name():
     assert [(c["name"], c["threads"], c["n"]) for c in merged] == [
         ("recall-transformer-lite", 1, 0), ("recall-transformer-lite-alibi", 1, 1), ("recall-transformer-lite-alibi", 2, 0)]
     assert [cell_label(c) for c in old] == ["recall transformer", "recall transformer + ALiBi"]
+
+
+def test_paper_scale_cells_name_variants_horizons_and_lengths(experiments, tmp_path):
+    """A cell is a tunnel with optional parts (a variant, a loss horizon, a training length, a position
+    scheme); its runs are grouped, checked and packed under that cell, not under the bare tunnel."""
+    mod = experiments("paper_scale")
+    p = mod.cell_preset("recurrence-opaque", 1)
+    assert p.tunnel["variant"] == "opaque" and p.train.seed == 1 and p.model.n_layers == 6
+    assert mod.cell_preset("recurrence-h5", 0).tunnel["horizon"] == 5
+    short = mod.cell_preset("recurrence-L8-sinusoidal", 0)
+    assert short.tunnel["length"] == 8 and short.model.positions == "sinusoidal"
+    assert [mod.cell_of(mod.cell_preset(c, 0)) for c in ("hmm", "recurrence", "recurrence-h3")] == [
+        "hmm", "recurrence", "recurrence-h3"]
+    out = tmp_path / "runs.json"
+    args = ["--steps", "2", "--batch-size", "4", "--episodes", "8", "--cells", "recurrence-h3", "--seeds", "0",
+            "--device", "cpu", "--root", str(tmp_path / "ps"), "--out", str(out), "--pack", str(tmp_path / "pack")]
+    assert mod.main(args) == 0
+    result = json.loads(out.read_text())
+    (run,) = result["runs"]
+    assert run["cell"] == "recurrence-h3" and run["complete"] and set(result["checks"]) == {"recurrence-h3"}
+    assert [f.name for f in (tmp_path / "pack").iterdir()] == ["recurrence-h3.tar.0"]
