@@ -23,7 +23,7 @@ from .evaluate import evaluate
 from .presets import Preset, get_preset
 from .reproduce import THRESHOLDS
 from .orchestration.pool import train_presets
-from .models.mamba import D_CONV, D_STATE, EXPAND
+from .models import state_numbers as count_state
 from .tunnels import make_tunnel
 from .arguments import check_choice, check_int
 
@@ -64,16 +64,10 @@ def sweep_arch(preset: Preset) -> str:
 
 
 def state_numbers(preset: Preset) -> int:
-    """Numbers a model carries from one token to the next by the end of an episode: the LSTM's hidden and
-    cell states, Mamba's (d_inner x 16) state and its convolution's last 3 inputs per block (both fixed
-    in size), and for the transformer
-    its key and value cache, which grows with the sequence (2 x d_model per token per layer)."""
-    m = preset.model
-    if m.arch == "lstm":
-        return 2 * m.d_model * m.n_layers
-    if m.arch == "mamba":
-        return EXPAND * m.d_model * (D_STATE + D_CONV - 1) * m.n_layers
-    return 2 * m.d_model * m.n_layers * make_tunnel(**preset.tunnel).seq_len
+    """Numbers a model carries from one token to the next by the end of an episode (each architecture's
+    own count, :func:`bwt_lite.models.state_numbers`: the LSTM's and Mamba's fixed states, the
+    transformer's key-value cache, which grows with the sequence)."""
+    return count_state(preset.model, make_tunnel(**preset.tunnel).seq_len)
 
 
 def no_binding_accuracy(n_pairs: int, V: int = 16, episodes: int = 4096, seed: int = 0) -> float:

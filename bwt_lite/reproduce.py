@@ -100,7 +100,9 @@ def capacity_table(scales: Iterable[str] = SCALES, tunnels: Iterable[str] = PRIM
             for arch in archs:
                 p = cell_preset(tunnel, arch, scale)
                 n = _count(p)
-                matched = HOW_MATCHED.get((arch, scale), "")
+                if (arch, scale) not in HOW_MATCHED:
+                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/reproduce.py) for {arch} at scale {scale}")
+                matched = HOW_MATCHED[(arch, scale)]
                 if scale == "paper" and arch != "transformer" and (ref.d_model, ref.n_layers) != (shared.d_model,
                                                                                                   shared.n_layers):
                     matched = (f"the other tunnels' paper size ({p.model.d_model} x {p.model.n_layers}), not matched "

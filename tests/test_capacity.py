@@ -35,6 +35,31 @@ def test_sweep_presets_share_one_budget_and_differ_in_pairs_and_width():
         capacity.sweep_preset("mlp", 8, 32)
 
 
+# Numbers carried from token to token by the lite bijection presets (37 tokens per episode): the
+# transformer's key-value cache (2 x 128 x 2 layers x 37), the LSTM's states (2 x 128 x 3 layers),
+# Mamba's state and convolution window (2 x 168 x 19 x 2 layers); the MLP mixes no positions, so none.
+LITE_BIJECTION_STATE = {"transformer": 18_944, "mlp": 0, "lstm": 768, "mamba": 12_768}
+
+
+def test_state_numbers_of_the_lite_bijection_presets():
+    from bwt_lite.presets import get_preset
+
+    got = {a: capacity.state_numbers(get_preset("bijection", a, "lite")) for a in LITE_BIJECTION_STATE}
+    assert got == LITE_BIJECTION_STATE
+
+
+def test_every_architecture_counts_its_state_and_a_missing_count_fails_loudly(monkeypatch):
+    from bwt_lite import models
+    from bwt_lite.presets import get_preset
+
+    for arch, backbone in models.BACKBONES.items():
+        assert callable(getattr(backbone, "state_numbers", None)), f"{arch}: add state_numbers(cfg, seq_len)"
+    cfg = get_preset("bijection", "lstm", "lite").model
+    monkeypatch.setitem(models.BACKBONES, "lstm", type("NoCount", (), {}))
+    with pytest.raises(NotImplementedError, match="'lstm'.*state_numbers"):
+        models.state_numbers(cfg, 37)
+
+
 def test_a_tiny_sweep_runs_saves_loads_and_plots(tmp_path, monkeypatch):
     monkeypatch.setenv("BWT_CACHE_DIR", str(tmp_path / "cache"))
     rows = capacity.run_sweep(pairs=(2, 4), archs=("lstm",), widths=(16,), steps=2, episodes=8, log=lambda _: None)

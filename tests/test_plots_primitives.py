@@ -72,3 +72,17 @@ def test_every_architecture_has_its_own_colour_and_line_style():
     assert set(ARCHS) <= set(ARCH_COLORS) and len(set(ARCH_COLORS.values())) == len(ARCH_COLORS)
     # coinciding curves stay apart: each architecture has its own marker, and the controls a line style
     assert set(ARCHS) <= set(ARCH_STYLES) and len({s["marker"] for s in ARCH_STYLES.values()}) == len(ARCH_STYLES)
+
+
+def test_an_architecture_without_a_colour_or_style_is_a_clear_error():
+    from bwt_lite.capacity import ARCHS as SWEEP_ARCHS
+    from bwt_lite.plotting.recall import capacity_color
+    from bwt_lite.plotting.style import arch_color, arch_style
+
+    assert all(capacity_color(a) for a in SWEEP_ARCHS)
+    for lookup, table in ((arch_color, "ARCH_COLORS"), (arch_style, "ARCH_STYLES"), (capacity_color, "CAPACITY_COLORS")):
+        with pytest.raises(ValueError, match=f"'gru' has no entry in {table}"):
+            lookup("gru")
+    rows = [dict(ROWS[0], arch="gru")]
+    with pytest.raises(ValueError, match="'gru' has no entry in ARCH_STYLES"):
+        plots.plot_primitives_entropy(rows)

@@ -17,6 +17,17 @@ BACKBONES: dict[str, type[nn.Module]] = {"transformer": Transformer, "mlp": MLPC
 ARCHS: tuple[str, ...] = tuple(BACKBONES)
 
 
+def state_numbers(cfg: ModelConfig, seq_len: int) -> int:
+    """Numbers a model of ``cfg`` carries from one token to the next by the end of a ``seq_len`` episode
+    (its backbone's ``state_numbers``: a recurrent state, or a cache that grows with the sequence)."""
+    check_choice("arch", cfg.arch, ARCHS)
+    count = getattr(BACKBONES[cfg.arch], "state_numbers", None)
+    if count is None:
+        raise NotImplementedError(f"architecture {cfg.arch!r}: its backbone {BACKBONES[cfg.arch].__name__} "
+                                  f"has no state_numbers(cfg, seq_len); add one beside it in bwt_lite/models/")
+    return int(count(cfg, seq_len))
+
+
 def build_model(cfg: ModelConfig) -> WindTunnelModel:
     """Build the model a config describes (weights freshly initialised)."""
     check_choice("arch", cfg.arch, ARCHS)
@@ -29,4 +40,5 @@ def build_model(cfg: ModelConfig) -> WindTunnelModel:
 __all__ = [
     "ARCHS", "BACKBONES", "HookPoint", "ModelConfig", "POSITIONS", "WindTunnelModel", "ablate_heads",
     "build_model", "bypass_layers", "capture", "hook_names", "run_with_cache", "sinusoidal_table",
+    "state_numbers",
 ]

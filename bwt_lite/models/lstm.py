@@ -32,5 +32,10 @@ class LSTMBlock(nn.Module):
 class LSTM(BlockStack):
     """(B, T, d) -> (B, T, d): stacked causal LSTM layers."""
 
+    @staticmethod
+    def state_numbers(cfg: ModelConfig, seq_len: int) -> int:
+        """Numbers carried from token to token: each layer's hidden and cell states, fixed in size."""
+        return 2 * cfg.d_model * cfg.n_layers
+
     def __init__(self, cfg: ModelConfig):
         super().__init__(LSTMBlock(cfg) for _ in range(cfg.n_layers))

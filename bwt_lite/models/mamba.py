@@ -156,6 +156,12 @@ class Mamba(BlockStack):
 
     residual_projections = ("mixer.out_proj",)  # scaled at init, as in GPT-2 and Mamba
 
+    @staticmethod
+    def state_numbers(cfg: ModelConfig, seq_len: int) -> int:
+        """Numbers carried from token to token, fixed in size: per block the SSM state (d_inner x
+        D_STATE) and the convolution's last D_CONV - 1 inputs (d_inner each)."""
+        return EXPAND * cfg.d_model * (D_STATE + D_CONV - 1) * cfg.n_layers
+
     def __init__(self, cfg: ModelConfig):
         super().__init__(MambaBlock(cfg) for _ in range(cfg.n_layers))
 

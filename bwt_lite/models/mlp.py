@@ -32,5 +32,10 @@ class MLPControl(BlockStack):
 
     residual_projections = ("fc2",)
 
+    @staticmethod
+    def state_numbers(cfg: ModelConfig, seq_len: int) -> int:
+        """Numbers carried from token to token: none, since no block mixes positions."""
+        return 0
+
     def __init__(self, cfg: ModelConfig):
         super().__init__(MLPBlock(cfg) for _ in range(cfg.n_layers))

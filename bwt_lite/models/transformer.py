@@ -203,6 +203,12 @@ class Transformer(nn.Module):
     residual_projections = ("attn.o", "mlp.proj")  # scaled at init, as in GPT-2
     takes_positions = True  # forward(x, positions) returns only those rows (see WindTunnelModel.forward)
 
+    @staticmethod
+    def state_numbers(cfg: ModelConfig, seq_len: int) -> int:
+        """Numbers carried from token to token by the end of a ``seq_len`` episode: the key and value
+        cache, which grows with the sequence (2 x d_model per token per layer)."""
+        return 2 * cfg.d_model * cfg.n_layers * seq_len
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))

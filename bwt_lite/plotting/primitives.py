@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..window_ladder import METRIC_LABELS, ladder, windows_of
-from .style import ARCH_COLORS, ARCH_STYLES, ELIMINATED_COLOR, as_numpy, finish, panels, show_figure
+from .style import ELIMINATED_COLOR, arch_color, arch_style, as_numpy, finish, panels, show_figure
 
 
 def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence[str] | None = None,
@@ -40,9 +40,9 @@ def plot_primitives_entropy(rows: Sequence[dict[str, Any]], *, tunnels: Sequence
         for arch in archs:
             if arch in cells:
                 pp = cells[arch]["per_position"]
-                style = {"markersize": 3, **ARCH_STYLES.get(arch, {"marker": "o"})}
+                style = {"markersize": 3, **arch_style(arch)}
                 ax.plot(t, as_numpy(pp["entropy_mae" if error else "h_model"]), lw=1, label=arch,
-                        color=ARCH_COLORS.get(arch), **style)
+                        color=arch_color(arch), **style)
         any_cell = next(iter(cells.values()))
         gaussian = any_cell["accuracy"] is None
         ax.set_ylabel(("entropy MAE" if error else "mean entropy") + (" (bits, differential)" if gaussian else " (bits)"))
@@ -147,11 +147,10 @@ def plot_window_ladder(rows: Sequence[dict[str, Any]], tunnel: str, *, axes: Any
     models = [r for r in rows if r["tunnel"] == tunnel and r.get("kind", "model") == "model"]
     if axes is None:
         _, axes = panels(2, height=3.4)
-    colors = ARCH_COLORS
     for ax, metric in zip(axes, METRIC_LABELS):
         ax.plot(ws, values[metric], "ko-", label="window-w filter (exact, no state)")
         for r in models:
-            ax.axhline(r[metric], color=colors[r["arch"]], linestyle="--", label=r["arch"])
+            ax.axhline(r[metric], color=arch_color(r["arch"]), linestyle="--", label=r["arch"])
         ax.set_yscale("log")
         ax.set_xlabel("window w (symbols the filter reads)")
         ax.set_ylabel(METRIC_LABELS[metric])

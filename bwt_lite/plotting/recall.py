@@ -16,8 +16,8 @@ from ..evaluate import recall_key_stats
 from ..metrics import entropy_bits
 from ..tunnels import Tunnel
 from .bayes import plot_prediction_vs_posterior
-from .style import (BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, as_numpy, finish, panels,
-                    show_figure)
+from .style import (BAYES_COLOR, ELIMINATED_COLOR, FORMULA_COLOR, MARGINAL_COLOR, arch_entry, as_numpy, finish,
+                    panels, show_figure)
 
 
 # Chapter 4: binding (associative recall)
@@ -308,6 +308,11 @@ def recall_widget(model: torch.nn.Module, tunnel: Tunnel, seed: int = 0, positio
 CAPACITY_COLORS = {"transformer": "C0", "transformer+alibi": "C1", "lstm": "C2", "mamba": "C3"}
 
 
+def capacity_color(arch: str) -> str:
+    """The colour of a capacity sweep's architecture (:data:`bwt_lite.capacity.ARCHS`)."""
+    return arch_entry(CAPACITY_COLORS, arch, "CAPACITY_COLORS (bwt_lite/plotting/recall.py)")
+
+
 def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] | None = None,
                   title: str = "") -> Figure:
     """Binding capacity on MQAR, two panels. Left: query accuracy against stored pairs, one line per
@@ -332,7 +337,7 @@ def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] |
     for (arch, d) in dict.fromkeys((r["arch"], r["d_model"]) for r in rows):
         pts = sorted((r["n_pairs"], r["accuracy"]) for r in rows if (r["arch"], r["d_model"]) == (arch, d))
         ax.plot([p for p, _ in pts], [100 * a for _, a in pts], marker="o" if d == widest else "s",
-                color=CAPACITY_COLORS.get(arch), linestyle="-" if d == widest else "--")
+                color=capacity_color(arch), linestyle="-" if d == widest else "--")
     ax.set_xscale("log", base=2)
     ax.set_xticks(pairs, [str(p) for p in pairs])
     ax.set_xlabel("stored pairs")
@@ -341,7 +346,7 @@ def plot_capacity(rows: Sequence[dict[str, Any]], no_binding: dict[Any, float] |
     last = [r for r in rows if r["n_pairs"] == pairs[-1]]
     handles = []  # one legend for both panels: colour = architecture; solid line and circle = widest model
     for r in last:
-        style = dict(color=CAPACITY_COLORS.get(r["arch"]), marker="o" if r["d_model"] == widest else "s")
+        style = dict(color=capacity_color(r["arch"]), marker="o" if r["d_model"] == widest else "s")
         ax_state.scatter(r["state_numbers"], 100 * r["accuracy"], s=40, zorder=3, **style)
         handles.append(Line2D([], [], linestyle="-" if r["d_model"] == widest else "--",
                               label=f"{r['arch']}, d={r['d_model']}", **style))
@@ -372,7 +377,7 @@ def plot_capacity_curves(rows: Sequence[dict[str, Any]], n_pairs: int, no_bindin
     widest = max(r["d_model"] for r in cells)
     for r in cells:
         ep, acc = zip(*r["curve"])
-        ax.plot(ep, [100 * a for a in acc], color=CAPACITY_COLORS.get(r["arch"]),
+        ax.plot(ep, [100 * a for a in acc], color=capacity_color(r["arch"]),
                 linestyle="-" if r["d_model"] == widest else "--", label=f"{r['arch']}, d={r['d_model']}")
     if no_binding is not None:
         ax.axhline(100 * no_binding, color="0.55", linestyle=":", label="reader without binding")

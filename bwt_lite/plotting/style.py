@@ -9,7 +9,7 @@ The book-wide matplotlib settings (figure size, fonts, retina PNGs) are set once
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,8 +23,9 @@ BAYES_COLOR = "#1f77b4"  # the exact posterior
 FORMULA_COLOR = "#d62728"  # a closed-form reference
 ELIMINATED_COLOR = "#7f7f7f"  # hypotheses ruled out by the evidence
 MARGINAL_COLOR = "#ff7f0e"  # what a model that cannot look back can do
-# One colour per architecture in every figure that compares them (an architecture missing here is an error,
-# not a silent fallback: tests/test_plots_primitives.py checks that every one of bwt_lite.models.ARCHS has one).
+# One colour per architecture in every figure that compares them, read through arch_color: an architecture
+# missing here is an error, not a silent default (tests/test_plots_primitives.py checks every one of
+# bwt_lite.models.ARCHS has one).
 ARCH_COLORS = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
 # Line styles per architecture, so curves that coincide (the MLP's and the LSTM's context-blind
 # plateaus, a transformer and a Mamba both at accuracy 1) stay distinguishable: a dashed line with
@@ -35,6 +36,26 @@ ARCH_STYLES: dict[str, dict[str, Any]] = {
     "lstm": {"marker": "^", "linestyle": "-"},
     "mamba": {"marker": "D", "linestyle": ":", "markerfacecolor": "none", "markersize": 5, "zorder": 3},
 }
+
+T = TypeVar("T")
+
+
+def arch_entry(table: dict[str, T], arch: str, name: str) -> T:
+    """``table[arch]``; for an architecture the table lacks, a ValueError naming the table ``name`` to add
+    it to (a figure never draws a new architecture in a default colour or style)."""
+    if arch not in table:
+        raise ValueError(f"architecture {arch!r} has no entry in {name}; add one (known: {', '.join(table)})")
+    return table[arch]
+
+
+def arch_color(arch: str) -> str:
+    """The colour of ``arch`` in every figure that compares architectures (:data:`ARCH_COLORS`)."""
+    return arch_entry(ARCH_COLORS, arch, "ARCH_COLORS (bwt_lite/plotting/style.py)")
+
+
+def arch_style(arch: str) -> dict[str, Any]:
+    """The marker and line style of ``arch`` (:data:`ARCH_STYLES`)."""
+    return arch_entry(ARCH_STYLES, arch, "ARCH_STYLES (bwt_lite/plotting/style.py)")
 
 
 def as_numpy(x: Any) -> np.ndarray:
