@@ -1,5 +1,10 @@
-"""What each row of the scorecard claims, where the paper makes it and which chapter shows it; the row
-type (:class:`Claim`) and the budgets of the two modes (:data:`FULL`, :data:`FAST`)."""
+"""The claims, one :class:`ClaimInfo` each (what a row claims, where the paper makes it, which chapter
+shows it, which group measures it and its plain-words texts); the row type (:class:`Claim`) and the
+budgets of the two modes (:data:`FULL`, :data:`FAST`).
+
+Adding a claim: its entry here, its row in a ``rows_*`` function (of the group it names), and its
+published number in :mod:`bwt_lite.paper`; a new group also adds a line to
+:data:`bwt_lite.claims.scoring.GROUPS`."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -21,11 +26,18 @@ CH_BOUNDARY = "13_construction_boundary"
 
 @dataclass(frozen=True)
 class ClaimInfo:
-    """What a row claims, where the paper makes it, and which chapter shows it (fixed, not measured)."""
+    """Everything fixed about a claim (nothing measured): what it claims, where the paper makes it, which
+    chapter shows it, which group of the scorecard measures it, and, for a claim that is not an
+    architecture cell, how it is tested and what "partly" and "not reproduced" mean, in plain words for a
+    reader who has not read the rules (:func:`bwt_lite.claims.reasons.plain_reason`)."""
 
     claim: str
     source: str
     chapter: str
+    group: str  # the group of rows that measures it: a name in bwt_lite.claims.scoring.GROUPS
+    test: str = ""  # how it is tested (empty for an architecture cell, explained from its row's details)
+    partly: str = ""  # which part held and which did not, when the verdict is "partly"
+    failed: str = ""  # which part failed, when the verdict is "not reproduced"
 
 
 def _src(*names: str) -> str:
@@ -40,84 +52,175 @@ def _src(*names: str) -> str:
     return "; ".join(dict.fromkeys(out))
 
 
-# The claims, in scorecard order. The ids are stable: chapters link to them.
+# The claims, in scorecard order. The ids are stable: the book's scorecard anchors and the JSON use them.
 CLAIMS: dict[str, ClaimInfo] = {
     "bijection-headline": ClaimInfo(
         "a small transformer matches the Bayes posterior on the bijection to "
         f"{paper_figure('bijection_text_high').value:g} - {paper_figure('bijection_text_low').value:g} bits "
         "of entropy MAE",
-        _src("bijection_text_low", "bijection/transformer"), CH_BIJECTION),
-    "bijection-mlp": ClaimInfo(
-        "a capacity-matched MLP fails on the bijection by orders of magnitude", _src("bijection/mlp"), CH_BIJECTION),
-    "bijection-lstm": ClaimInfo("an LSTM accumulates evidence on the bijection", _src("bijection/lstm"), CH_PRIMITIVES),
-    "bijection-mamba": ClaimInfo("Mamba accumulates evidence on the bijection", _src("bijection/mamba"), CH_PRIMITIVES),
+        _src("bijection_text_low", "bijection/transformer"), CH_BIJECTION, "bijection"),
+    "bijection-mlp": ClaimInfo("a capacity-matched MLP fails on the bijection by orders of magnitude",
+                               _src("bijection/mlp"), CH_BIJECTION, "bijection"),
+    "bijection-lstm": ClaimInfo("an LSTM accumulates evidence on the bijection", _src("bijection/lstm"), CH_PRIMITIVES,
+                                "bijection"),
+    "bijection-mamba": ClaimInfo("Mamba accumulates evidence on the bijection", _src("bijection/mamba"), CH_PRIMITIVES,
+                                 "bijection"),
     "hmm-transformer": ClaimInfo(
         "a transformer tracks the HMM filtering posterior (belief transport)",
-        _src("hmm/transformer", "hmm_transformer_table"), CH_HMM),
-    "hmm-mlp": ClaimInfo("an MLP fails on the HMM", _src("hmm/mlp"), CH_HMM),
-    "hmm-lstm": ClaimInfo("an LSTM fails to transport beliefs on the HMM", _src("hmm/lstm"), CH_PRIMITIVES),
-    "hmm-mamba": ClaimInfo("Mamba transports beliefs on the HMM", _src("hmm/mamba"), CH_PRIMITIVES),
+        _src("hmm/transformer", "hmm_transformer_table"), CH_HMM, "hmm"),
+    "hmm-mlp": ClaimInfo("an MLP fails on the HMM", _src("hmm/mlp"), CH_HMM, "hmm"),
+    "hmm-lstm": ClaimInfo("an LSTM fails to transport beliefs on the HMM", _src("hmm/lstm"), CH_PRIMITIVES, "hmm"),
+    "hmm-mamba": ClaimInfo("Mamba transports beliefs on the HMM", _src("hmm/mamba"), CH_PRIMITIVES, "hmm"),
     "hmm-length": ClaimInfo(
         f"the HMM transformer trained at K = {TUNNEL_ARGS['hmm']['K']} generalises to K = "
-        f"{' and '.join(str(k) for k in LENGTHS)}", _src("hmm_length_k30"), CH_HMM),
+        f"{' and '.join(str(k) for k in LENGTHS)}", _src("hmm_length_k30"), CH_HMM, "length",
+        test="We run the HMM model on episodes longer than those it was trained on (30 and 50 steps instead "
+             "of 20) and ask whether it still beats every short-memory filter past step 20, and whether "
+             "its error stays within 3x of the paper's.",
+        partly="Past step 20 it still beats the short-memory filters, but its error is not within 3x of the "
+               "paper's at every length: partly.",
+        failed="Past step 20 it no longer beats the short-memory filters."),
     "recall-transformer": ClaimInfo("a transformer binds keys to values (associative recall)",
-                                    _src("recall/transformer"), CH_RECALL),
-    "recall-mamba": ClaimInfo("Mamba recalls almost as well", _src("recall/mamba"), CH_PRIMITIVES),
-    "recall-lstm": ClaimInfo("an LSTM cannot recall", _src("recall/lstm"), CH_PRIMITIVES),
+                                    _src("recall/transformer"), CH_RECALL, "recall"),
+    "recall-mamba": ClaimInfo("Mamba recalls almost as well", _src("recall/mamba"), CH_PRIMITIVES, "recall"),
+    "recall-lstm": ClaimInfo("an LSTM cannot recall", _src("recall/lstm"), CH_PRIMITIVES, "recall"),
     "keys-orthogonal": ClaimInfo(
         "training makes the layer-0 keys of the hypothesis tokens more orthogonal than at random init",
-        _src("key_cosine_layer0"), CH_FRAME),
-    "frame-head": ClaimInfo("zero-ablating any layer-0 head raises the error (the hypothesis frame needs every one)",
-                            _src("head_ablation_layer0_low"), CH_FRAME),
+        _src("key_cosine_layer0"), CH_FRAME, "frame",
+        test="We compare the keys of the trained model with those of the same model before training: "
+             "they must be more orthogonal after training, and by at least half the paper's drop.",
+        partly="The keys do become more orthogonal, but by less than half the paper's drop: partly.",
+        failed="After training the keys are no more orthogonal than before it."),
+    "frame-head": ClaimInfo(
+        "zero-ablating any layer-0 head raises the error (the hypothesis frame needs every one)",
+        _src("head_ablation_layer0_low"), CH_FRAME, "frame",
+        test="We switch off each first-layer attention head in turn: every one must raise the error by "
+             "more than 10 %, and the weakest by at least a third of the paper's amount.",
+        partly="Every head matters, but the weakest far less than in the paper: partly.",
+        failed="Some heads can be switched off without raising the error."),
     "qk-sharpening": ClaimInfo(
-        "query-key alignment sharpens progressively with depth", _src("qk_alignment"), CH_ELIMINATION),
+        "query-key alignment sharpens progressively with depth", _src("qk_alignment"), CH_ELIMINATION, "elimination",
+        test="We measure, layer by layer, how spread out each query's attention is and how well it "
+             "lines up with the values already ruled out: attention should narrow and alignment grow "
+             "with depth.",
+        partly="One of the two trends holds and the other does not: partly.",
+        failed="Neither trend holds."),
     "layer-ablation": ClaimInfo(
         f"removing any single layer raises the error more than {paper_figure('layer_ablation_ratio').value:g}x",
-                                _src("layer_ablation_ratio"), CH_ELIMINATION),
+        _src("layer_ablation_ratio"), CH_ELIMINATION, "elimination",
+        test="We skip each layer in turn: the paper's own criterion is that every removal raises the "
+             "error more than tenfold.",
+        partly="Every layer matters, but not every one tenfold: partly.",
+        failed="Skipping some layer does not raise the error at all."),
     "value-manifold-pc1": ClaimInfo(
         f"the final representation lies on a manifold whose PC1 holds > {paper_figure('value_manifold_pc1').value:.0%}"
         " of the variance",
-        _src("value_manifold_pc1"), CH_MANIFOLD),
-    "manifold-unfurling": ClaimInfo("during training the value manifold unfurls", _src("unfurling"), CH_MANIFOLD),
+        _src("value_manifold_pc1"), CH_MANIFOLD, "manifold",
+        test="We take the main direction (PC1) of the last layer's representation and ask whether it "
+             "holds more than 80 % of the variance, both over all points and over the averages per "
+             "position (the paper does not say which).",
+        partly="It holds one way of counting and not the other: partly.",
+        failed="PC1 holds less than 80 % either way of counting."),
+    "manifold-unfurling": ClaimInfo(
+        "during training the value manifold unfurls", _src("unfurling"), CH_MANIFOLD, "trajectory",
+        test="We follow the same share of variance through training, both ways of counting: it "
+             "should grow from the start of training to the end.",
+        partly="The share grows one way of counting and not the other: partly.",
+        failed="The share does not grow either way of counting."),
     "frame-precision": ClaimInfo(
         "the frame forms early while the error keeps falling (frame-precision dissociation)",
-        _src("frame_overlap_early", "dissociation_mae_2500"), CH_MANIFOLD),
-    "belief-probes": ClaimInfo("the residual stream is the belief substrate: the posterior becomes linearly readable "
-                               "layer by layer", _src("belief_substrate"), CH_MANIFOLD),
-    "mamba-simplex": ClaimInfo("Mamba's final representation carries the HMM belief's entropy; the LSTM's does not",
-                               _src("mamba_simplex_entropy_r2"), CH_MAMBA),
+        _src("frame_overlap_early", "dissociation_mae_2500"), CH_MANIFOLD, "trajectory",
+        test="We follow a training run: the pattern of keys should settle in the first half of "
+             "training while the error keeps falling at least threefold afterwards.",
+        partly="The frame settles early, but the error does not keep falling threefold on every "
+               "measure: partly.",
+        failed="The frame does not settle early, or the error stops falling once it has."),
+    "belief-probes": ClaimInfo(
+        "the residual stream is the belief substrate: the posterior becomes linearly readable layer by layer",
+        _src("belief_substrate"), CH_MANIFOLD, "manifold",
+        test="We fit a linear read-out of the exact posterior at every layer: it should read almost "
+             "nothing at the input, rise with depth, and read most of it at the end, better than a "
+             "read-out of the last one or two symbols.",
+        partly="The read-out rises with depth, but does not end high enough, or does no better than a "
+               "read-out of the last symbols: partly.",
+        failed="The read-out does not start near zero and rise with depth."),
+    "mamba-simplex": ClaimInfo(
+        "Mamba's final representation carries the HMM belief's entropy; the LSTM's does not",
+        _src("mamba_simplex_entropy_r2"), CH_MAMBA, "simplex",
+        test="We ask how well the uncertainty of the exact belief can be read from each model's final "
+             "representation: Mamba's should carry it, within 3x of the paper's score, and clearly "
+             "more than the LSTM's.",
+        partly="Mamba carries more than the LSTM, but not within 3x of the paper's score, or not more "
+               "than a read-out of the last symbols: partly.",
+        failed="Mamba's representation carries no more of the uncertainty than the LSTM's."),
     "em-speedup": ClaimInfo(
         f"EM-like training ({EMConfig().mult:g}x the learning rate on the values) reaches SGD's final loss "
         f"{paper_figure('em_vs_sgd_speedup').value:g}x faster",
-        _src("em_vs_sgd_speedup"), CH_GRADIENTS),
-    "llm-keys-orthogonal": ClaimInfo("pretrained LMs have near-orthogonal keys in every layer",
-                                     _src("llm_key_orthogonality_low"), CH_LLM),
-    "llm-attention-focusing": ClaimInfo("attention entropy falls across depth in pretrained LMs",
-                                        _src("llm_focusing"), CH_LLM),
-    "llm-value-manifold": ClaimInfo("last-layer values of pretrained LMs lie on a low-dimensional manifold (PC1+PC2)",
-                                    _src("llm_value_pc12_pythia_mixed"), CH_LLM),
+        _src("em_vs_sgd_speedup"), CH_GRADIENTS, "em",
+        test="We train small attention heads from five seeds with plain gradient descent and with a ten "
+             "times larger learning rate on the values, and time how soon each reaches plain training's "
+             "final loss; the speed-up counts if it is within 1.5x of the paper's.",
+        partly="The larger learning rate on the values is faster, but not by the paper's factor: partly.",
+        failed="The larger learning rate on the values is not faster."),
+    "llm-keys-orthogonal": ClaimInfo(
+        "pretrained LMs have near-orthogonal keys in every layer", _src("llm_key_orthogonality_low"), CH_LLM, "llm",
+        test="On a pretrained language model, the keys of every layer should be nearly "
+             "orthogonal, more so than in the same network at random initialisation."),
+    "llm-attention-focusing": ClaimInfo(
+        "attention entropy falls across depth in pretrained LMs", _src("llm_focusing"), CH_LLM, "llm",
+        test="On a pretrained language model, attention should narrow with depth."),
+    "llm-value-manifold": ClaimInfo(
+        "last-layer values of pretrained LMs lie on a low-dimensional manifold (PC1+PC2)",
+        _src("llm_value_pc12_pythia_mixed"), CH_LLM, "llm",
+        test="On a pretrained language model, the last layer's values should lie close to a plane."),
     "llm-sula": ClaimInfo(
         "on SULA prompts the model's entropy tracks the Bayes posterior's to "
         f"{paper_figure('llm_sula_mae_low').value:g}-{paper_figure('llm_sula_mae_high').value:g} bits",
-        _src("llm_sula_mae_low"), CH_LLM),
+        _src("llm_sula_mae_low"), CH_LLM, "llm",
+        test="On a pretrained language model, the model's uncertainty should follow the exact posterior's on "
+             "prompts built for the purpose (SULA)."),
     "recurrence-integer": ClaimInfo(
         "on modular recurrences with integer tokens a transformer identifies the program near Bayes "
-        f"({paper_figure('recurrence_integer').value:g} bits)", _src("recurrence_integer"), CH_BOUNDARY),
+        f"({paper_figure('recurrence_integer').value:g} bits)", _src("recurrence_integer"), CH_BOUNDARY, "recurrence",
+        test="The model must predict the next value clearly better than the best shortcuts (the "
+             "prior, and the exact answer from the last two values alone), and within 3x of the "
+             "authors' error.",
+        partly="It beats the shortcuts, but its error is not within 3x of the authors': partly.",
+        failed="It does not clearly beat the shortcuts."),
     "recurrence-opaque": ClaimInfo(
         "with a fresh relabelling of the residues in every episode (opaque tokens) it fails "
-        f"({paper_figure('recurrence_opaque').value:g} bits)", _src("recurrence_opaque"), CH_BOUNDARY),
+        f"({paper_figure('recurrence_opaque').value:g} bits)", _src("recurrence_opaque"), CH_BOUNDARY, "recurrence",
+        test="With the numbers relabelled afresh in every episode, the model should fail to do "
+             "better than the shortcuts, as the authors' did.",
+        partly="It fails as the authors' did, but its error is not within 3x of theirs: partly.",
+        failed="Unlike the authors' model, it clearly beats the shortcuts."),
     "recurrence-horizon-5": ClaimInfo(
         "trained with the loss on the predictions of x_1 .. x_5 only, it is near Bayes there and fails beyond "
         f"({paper_figure('recurrence_k5_inside').value:g} bits inside, "
         f"{paper_figure('recurrence_k5_beyond').value:g} beyond)",
-        _src("recurrence_k5_inside"), CH_BOUNDARY),
+        _src("recurrence_k5_inside"), CH_BOUNDARY, "recurrence",
+        test="Trained to predict only the first 5 values, the model should be near the exact "
+             "answer there (under 0.1 bits) and close to knowing nothing beyond them.",
+        partly="Only one of the two halves holds, or the error beyond the horizon is not within "
+               "3x of the authors': partly.",
+        failed="Neither half holds."),
     "recurrence-horizon-3": ClaimInfo(
         "trained with the loss on the predictions of x_1 .. x_3 only, it is near Bayes there and fails beyond "
         f"({paper_figure('recurrence_k3_inside').value:g} bits inside, "
         f"{paper_figure('recurrence_k3_beyond').value:g} beyond)",
-        _src("recurrence_k3_inside"), CH_BOUNDARY),
+        _src("recurrence_k3_inside"), CH_BOUNDARY, "recurrence",
+        test="Trained to predict only the first 3 values, the model should be near the exact "
+             "answer there (under 0.1 bits) and close to knowing nothing beyond them.",
+        partly="Only one of the two halves holds, or the error beyond the horizon is not within "
+               "3x of the authors': partly.",
+        failed="Neither half holds."),
 }
 CLAIM_IDS: tuple[str, ...] = tuple(CLAIMS)
+
+
+def group_ids(group: str) -> tuple[str, ...]:
+    """The ids of the claims a group of rows measures, in :data:`CLAIM_IDS` order."""
+    return tuple(cid for cid, info in CLAIMS.items() if info.group == group)
 
 
 @dataclass

@@ -4,7 +4,8 @@ the two HTML views the book shows: the short summary of the start page (:func:`s
 full table of the scorecard page (:func:`reader_table_html`).
 
 The plain sentence is built from a row's fields (its verdict, its ``details``, the paper's value and
-ours); the row's own ``reason``, the exact measurement behind the verdict, is left as it is and shown
+ours) and, for a claim that is not an architecture cell, from its catalogue entry's plain texts
+(:class:`~bwt_lite.claims.catalogue.ClaimInfo`: ``test``, ``partly``, ``failed``); the row's own ``reason``, the exact measurement behind the verdict, is left as it is and shown
 beside it. Nothing here decides a verdict: the rules are in :mod:`.rules` and the ``rows_*`` functions.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from .catalogue import Claim
+from .catalogue import CLAIMS, Claim
 from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
 from .rules import ACCURACY_POINTS, FACTOR, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS
 from .scoring import VERDICT_COLOURS, counts
@@ -44,98 +45,7 @@ BASELINES = {
     "one-pair": "the exact answer from the last pair alone",
 }
 
-# What each claim that is not an architecture cell is tested by, in plain words.
-TESTS = {
-    "hmm-length": "We run the HMM model on episodes longer than those it was trained on (30 and 50 steps instead "
-                  "of 20) and ask whether it still beats every short-memory filter past step 20, and whether "
-                  "its error stays within 3x of the paper's.",
-    "keys-orthogonal": "We compare the keys of the trained model with those of the same model before training: "
-                       "they must be more orthogonal after training, and by at least half the paper's drop.",
-    "frame-head": "We switch off each first-layer attention head in turn: every one must raise the error by "
-                  "more than 10 %, and the weakest by at least a third of the paper's amount.",
-    "qk-sharpening": "We measure, layer by layer, how spread out each query's attention is and how well it "
-                     "lines up with the values already ruled out: attention should narrow and alignment grow "
-                     "with depth.",
-    "layer-ablation": "We skip each layer in turn: the paper's own criterion is that every removal raises the "
-                      "error more than tenfold.",
-    "value-manifold-pc1": "We take the main direction (PC1) of the last layer's representation and ask whether it "
-                          "holds more than 80 % of the variance, both over all points and over the averages per "
-                          "position (the paper does not say which).",
-    "manifold-unfurling": "We follow the same share of variance through training, both ways of counting: it "
-                          "should grow from the start of training to the end.",
-    "frame-precision": "We follow a training run: the pattern of keys should settle in the first half of "
-                       "training while the error keeps falling at least threefold afterwards.",
-    "belief-probes": "We fit a linear read-out of the exact posterior at every layer: it should read almost "
-                     "nothing at the input, rise with depth, and read most of it at the end, better than a "
-                     "read-out of the last one or two symbols.",
-    "mamba-simplex": "We ask how well the uncertainty of the exact belief can be read from each model's final "
-                     "representation: Mamba's should carry it, within 3x of the paper's score, and clearly "
-                     "more than the LSTM's.",
-    "em-speedup": "We train small attention heads from five seeds with plain gradient descent and with a ten "
-                  "times larger learning rate on the values, and time how soon each reaches plain training's "
-                  "final loss; the speed-up counts if it is within 1.5x of the paper's.",
-    "llm-keys-orthogonal": "On a pretrained language model, the keys of every layer should be nearly "
-                           "orthogonal, more so than in the same network at random initialisation.",
-    "llm-attention-focusing": "On a pretrained language model, attention should narrow with depth.",
-    "llm-value-manifold": "On a pretrained language model, the last layer's values should lie close to a plane.",
-    "llm-sula": "On a pretrained language model, the model's uncertainty should follow the exact posterior's on "
-                "prompts built for the purpose (SULA).",
-    "recurrence-integer": "The model must predict the next value clearly better than the best shortcuts (the "
-                          "prior, and the exact answer from the last two values alone), and within 3x of the "
-                          "authors' error.",
-    "recurrence-opaque": "With the numbers relabelled afresh in every episode, the model should fail to do "
-                         "better than the shortcuts, as the authors' did.",
-    "recurrence-horizon-5": "Trained to predict only the first 5 values, the model should be near the exact "
-                            "answer there (under 0.1 bits) and close to knowing nothing beyond them.",
-    "recurrence-horizon-3": "Trained to predict only the first 3 values, the model should be near the exact "
-                            "answer there (under 0.1 bits) and close to knowing nothing beyond them.",
-}
-
-# What "partly" means for each claim of TESTS: which part held and which did not.
-PARTLY_WHY = {
-    "hmm-length": "Past step 20 it still beats the short-memory filters, but its error is not within 3x of the "
-                  "paper's at every length: partly.",
-    "keys-orthogonal": "The keys do become more orthogonal, but by less than half the paper's drop: partly.",
-    "frame-head": "Every head matters, but the weakest far less than in the paper: partly.",
-    "qk-sharpening": "One of the two trends holds and the other does not: partly.",
-    "layer-ablation": "Every layer matters, but not every one tenfold: partly.",
-    "value-manifold-pc1": "It holds one way of counting and not the other: partly.",
-    "manifold-unfurling": "The share grows one way of counting and not the other: partly.",
-    "frame-precision": "The frame settles early, but the error does not keep falling threefold on every "
-                       "measure: partly.",
-    "belief-probes": "The read-out rises with depth, but does not end high enough, or does no better than a "
-                     "read-out of the last symbols: partly.",
-    "mamba-simplex": "Mamba carries more than the LSTM, but not within 3x of the paper's score, or not more "
-                     "than a read-out of the last symbols: partly.",
-    "em-speedup": "The larger learning rate on the values is faster, but not by the paper's factor: partly.",
-    "recurrence-integer": "It beats the shortcuts, but its error is not within 3x of the authors': partly.",
-    "recurrence-opaque": "It fails as the authors' did, but its error is not within 3x of theirs: partly.",
-    "recurrence-horizon-5": "Only one of the two halves holds, or the error beyond the horizon is not within "
-                            "3x of the authors': partly.",
-    "recurrence-horizon-3": "Only one of the two halves holds, or the error beyond the horizon is not within "
-                            "3x of the authors': partly.",
-}
-
-# What "not reproduced" means for each claim of TESTS: which part failed.
-NOT_WHY = {
-    "hmm-length": "Past step 20 it no longer beats the short-memory filters.",
-    "keys-orthogonal": "After training the keys are no more orthogonal than before it.",
-    "frame-head": "Some heads can be switched off without raising the error.",
-    "qk-sharpening": "Neither trend holds.",
-    "layer-ablation": "Skipping some layer does not raise the error at all.",
-    "value-manifold-pc1": "PC1 holds less than 80 % either way of counting.",
-    "manifold-unfurling": "The share does not grow either way of counting.",
-    "frame-precision": "The frame does not settle early, or the error stops falling once it has.",
-    "belief-probes": "The read-out does not start near zero and rise with depth.",
-    "mamba-simplex": "Mamba's representation carries no more of the uncertainty than the LSTM's.",
-    "em-speedup": "The larger learning rate on the values is not faster.",
-    "recurrence-integer": "It does not clearly beat the shortcuts.",
-    "recurrence-opaque": "Unlike the authors' model, it clearly beats the shortcuts.",
-    "recurrence-horizon-5": "Neither half holds.",
-    "recurrence-horizon-3": "Neither half holds.",
-}
-
-# What a verdict means for a claim whose test is described in TESTS.
+# What a verdict means for a claim with a plain test (ClaimInfo.test), unless its entry says more.
 ENDINGS = {
     REPRODUCED: "It holds, and by about the paper's amount.",
     PARTLY: "It holds only partly: in direction but not in size, or in some of its parts and not others "
@@ -248,13 +158,13 @@ def plain_reason(row: Claim) -> str:
     """The row's verdict explained in plain words, for a reader who has not read the rules."""
     if "paper_succeeds" in row.details and "ours" in row.details:
         return _cell_reason(row)
-    test = TESTS.get(row.id, "")
+    info = CLAIMS[row.id]
     ending = ENDINGS[row.verdict]
     if row.verdict == PARTLY:
-        ending = PARTLY_WHY.get(row.id, ending)
+        ending = info.partly or ending
     elif row.verdict == NOT_REPRODUCED:
-        ending = NOT_WHY.get(row.id, ending)
-    return f"{test} {ending}".strip()
+        ending = info.failed or ending
+    return f"{info.test} {ending}".strip()
 
 
 def _link(row: Claim, prefix: str) -> str:
@@ -302,5 +212,5 @@ def paper_scale_reader_html() -> str:
     return f"<ul>{trained}</ul>" + reader_table_html(rows, anchor="paper-scale")
 
 
-__all__ = ["BASELINES", "ENDINGS", "NOT_WHY", "PARTLY_WHY", "PARTS", "TASKS", "TESTS", "by_part", "chapter_number", "chapters_text",
+__all__ = ["BASELINES", "ENDINGS", "PARTS", "TASKS", "by_part", "chapter_number", "chapters_text",
            "counts_text", "paper_scale_reader_html", "part_of", "plain_reason", "reader_table_html", "summary_html"]

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from .catalogue import CLAIM_IDS, FAST, FULL, Claim
+from .catalogue import CLAIM_IDS, CLAIMS, FAST, FULL, Claim, group_ids
 from .cells import rows_bijection, rows_hmm, rows_length, rows_recall
 from .context import Context
 from .dynamics import rows_em
@@ -18,6 +18,15 @@ from .llm import rows_llm
 from .recurrence import rows_recurrence
 from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
 from .rules import VERDICTS
+
+# The groups of rows, in the order they are computed; a group's claims are those whose catalogue entry
+# names it (catalogue.group_ids), and it must produce exactly those rows, in that order.
+GROUPS: dict[str, Callable[..., list[Claim]]] = {
+    "bijection": rows_bijection, "hmm": rows_hmm, "length": rows_length, "recall": rows_recall,
+    "frame": rows_frame, "elimination": rows_elimination, "manifold": rows_manifold, "trajectory": rows_trajectory,
+    "simplex": rows_simplex, "em": rows_em, "recurrence": rows_recurrence, "llm": rows_llm,
+}
+NETWORK_GROUPS = ("llm",)  # groups also given whether the network may be used and which language model
 
 
 def scorecard(device: str | torch.device = "cpu", fast: bool = False, *, network: bool = False,
@@ -45,36 +54,24 @@ def scorecard(device: str | torch.device = "cpu", fast: bool = False, *, network
     unknown = wanted - set(CLAIM_IDS)
     if unknown:
         raise ValueError(f"unknown claim ids {sorted(unknown)}; known: {', '.join(CLAIM_IDS)}")
+    unmeasured = {info.group for info in CLAIMS.values()} - set(GROUPS)
+    if unmeasured:
+        raise RuntimeError(f"claims name groups that GROUPS (bwt_lite/claims/scoring.py) lacks: {sorted(unmeasured)}")
     ctx = Context(device, FAST if fast else FULL, fast, log or (lambda line: None))
-    groups: list[tuple[tuple[str, ...], Callable[[], list[Claim]]]] = [
-        (("bijection-headline", "bijection-mlp", "bijection-lstm", "bijection-mamba"), lambda: rows_bijection(ctx)),
-        (("hmm-transformer", "hmm-mlp", "hmm-lstm", "hmm-mamba"), lambda: rows_hmm(ctx)),
-        (("hmm-length",), lambda: rows_length(ctx)),
-        (("recall-transformer", "recall-mamba", "recall-lstm"), lambda: rows_recall(ctx)),
-        (("keys-orthogonal", "frame-head"), lambda: rows_frame(ctx)),
-        (("qk-sharpening", "layer-ablation"), lambda: rows_elimination(ctx)),
-        (("value-manifold-pc1", "belief-probes"), lambda: rows_manifold(ctx)),
-        (("manifold-unfurling", "frame-precision"), lambda: rows_trajectory(ctx)),
-        (("mamba-simplex",), lambda: rows_simplex(ctx)),
-        (("em-speedup",), lambda: rows_em(ctx)),
-        (("recurrence-integer", "recurrence-opaque", "recurrence-horizon-5", "recurrence-horizon-3"),
-         lambda: rows_recurrence(ctx)),
-        (("llm-keys-orthogonal", "llm-attention-focusing", "llm-value-manifold", "llm-sula"),
-         lambda: rows_llm(ctx, network, llm_model)),
-    ]
     rows: dict[str, Claim] = {}
-    for group_ids, compute in groups:
-        if not wanted & set(group_ids):
+    for name, compute in GROUPS.items():
+        ids = group_ids(name)
+        if not wanted & set(ids):
             continue
         t0 = time.perf_counter()
-        produced = compute()
+        produced = compute(ctx, network, llm_model) if name in NETWORK_GROUPS else compute(ctx)
         took = time.perf_counter() - t0
-        if [r.id for r in produced] != list(group_ids):
-            raise RuntimeError(f"claim group produced {[r.id for r in produced]}, expected {list(group_ids)}")
+        if [r.id for r in produced] != list(ids):
+            raise RuntimeError(f"claim group {name} produced {[r.id for r in produced]}, expected {list(ids)}")
         for r in produced:
             r.seconds = took / len(produced)
             rows[r.id] = r
-        ctx.log(f"{', '.join(group_ids)}: {took:.1f} s")
+        ctx.log(f"{', '.join(ids)}: {took:.1f} s")
     return [rows[cid] for cid in CLAIM_IDS if cid in rows]
 
 
