@@ -228,15 +228,37 @@ class CaseTimeout(BaseException):
     """The in-process case ran past :data:`TIMEOUT_S`."""
 
 
+class StaleWork(Exception):
+    """A name of :data:`WORK` no longer exists: a refactor moved it, so the cases would no longer stop work there."""
+
+
+def check_work() -> None:
+    """Raise :class:`StaleWork` naming every module or function of :data:`WORK` that is gone (or is no
+    longer a function), before anything is patched."""
+    import importlib
+
+    stale = []
+    for module_name, attr in WORK:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            stale.append(f"{module_name} (no such module)")
+            continue
+        if not callable(getattr(module, attr, None)):
+            stale.append(f"{module_name}.{attr}")
+    if stale:
+        raise StaleWork(f"bad_inputs.WORK names what no longer exists: {', '.join(stale)}; update WORK to where "
+                        f"the commands now start work")
+
+
 @contextlib.contextmanager
 def _no_work() -> Iterator[None]:
     import importlib
 
+    check_work()  # all or nothing: a stale name fails every case, and nothing stays patched
     saved = []
     for module_name, attr in WORK:
         module = importlib.import_module(module_name)
-        if not hasattr(module, attr):  # a refactor moved it: the cases would no longer stop work there
-            raise RuntimeError(f"bad_inputs.WORK names {module_name}.{attr}, which no longer exists; update WORK")
 
         def refuse(*args, _where=f"{module_name}.{attr}", **kwargs):
             raise WorkStarted(_where)
@@ -342,6 +364,7 @@ def run_case(case: Case, tmp: Path) -> Outcome:
 
     from bwt_lite.cli import main
 
+    check_work()  # a stale WORK fails the case loudly, not as one of its outcomes
     if case.needs_no_gpu and torch.cuda.is_available():
         return Outcome(case.name, "skipped", None, 0.0, "a CUDA GPU is visible here")
     tmp = Path(tmp)
@@ -528,6 +551,7 @@ SUBPROCESS_CASES: tuple[Callable[[Path], Outcome], ...] = (sigint_during_trainin
 
 def run_all() -> list[Outcome]:
     """Every case, each in its own temporary folder."""
+    check_work()
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="bwt-bad-inputs-") as root:
         for i, case in enumerate(CASES):

@@ -22,6 +22,13 @@ def test_case_names_are_unique_and_every_subcommand_is_covered():
     assert len(names) >= 80
 
 
+def test_every_function_the_cases_stop_still_exists(monkeypatch, tmp_path):
+    bad_inputs.check_work()
+    monkeypatch.setattr(bad_inputs, "WORK", bad_inputs.WORK + (("bwt_lite.checkpoints", "moved_away"),))
+    with pytest.raises(bad_inputs.StaleWork, match=r"bwt_lite\.checkpoints\.moved_away"):
+        bad_inputs.run_case(bad_inputs.CASES[0], tmp_path)
+
+
 def _check(outcome):
     if outcome.kind == "skipped":
         pytest.skip(outcome.detail)
