@@ -25,6 +25,28 @@ def close_figures():
     plt.close("all")
 
 
+def drawn(fig) -> list:
+    """What a figure shows, as data to compare: per axes, each line's (x, y) points, each image's array,
+    each scatter's points and each patch's (bar, span) corners. Empty for a figure that draws nothing."""
+    import numpy as np
+
+    out = []
+    for ax in fig.axes:
+        out += [np.asarray(line.get_xydata()) for line in ax.lines]
+        out += [np.asarray(im.get_array()) for im in ax.images]
+        out += [np.asarray(c.get_offsets()) for c in ax.collections]
+        out += [np.asarray(p.get_verts()) for p in ax.patches]
+    return out
+
+
+def same_drawing(a, b) -> bool:
+    """Whether two figures draw the same data (:func:`drawn`), to float rounding."""
+    import numpy as np
+
+    da, db = drawn(a), drawn(b)
+    return len(da) == len(db) and all(x.shape == y.shape and np.allclose(x, y, equal_nan=True) for x, y in zip(da, db))
+
+
 def gen(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 

@@ -4,10 +4,10 @@ import matplotlib
 matplotlib.use("Agg")
 
 import ipywidgets  # noqa: E402
+import numpy as np  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 
 from bwt_lite import plotting as plots  # noqa: E402
 from bwt_lite.metrics import entropy_bits  # noqa: E402
@@ -15,7 +15,7 @@ from bwt_lite.models import ModelConfig, build_model  # noqa: E402
 from bwt_lite.tunnels import make_tunnel  # noqa: E402
 from bwt_lite.tunnels.hmm import HMM  # noqa: E402
 from bwt_lite.plotting.hmm import hmm_filter_widget  # noqa: E402
-from conftest import gen  # noqa: E402
+from conftest import drawn, gen  # noqa: E402
 
 
 @pytest.fixture
@@ -41,9 +41,11 @@ def test_hmm_posteriors_heatmaps(episode):
         plots.plot_hmm_posteriors(ep.probs[1].tolist(), q[1].float(), obs=obs[1]),
     ]
     for fig in figs:
-        assert isinstance(fig, Figure)
         fig.canvas.draw()
     assert len([a for a in figs[0].axes if a.images]) == 2  # two heatmaps (plus a colorbar)
+    assert len([a for a in figs[1].axes if a.images]) == 1  # the exact posterior alone
+    # the exact posterior drawn as given, whether a tensor or an array
+    assert np.array_equal(figs[1].axes[0].images[0].get_array(), ep.probs[0].numpy().T.astype(np.float64))
     with pytest.raises(ValueError, match="bayes_probs"):
         plots.plot_hmm_posteriors(ep.probs)
     with pytest.raises(ValueError, match="model_probs"):
@@ -51,15 +53,23 @@ def test_hmm_posteriors_heatmaps(episode):
 
 
 def test_hmm_posteriors_long_episode():
+    """A 50-step episode: both heatmaps hold every step, the dots sit on the true states, and the time
+    axis is thinned to every third step so its labels stay readable."""
     ep = make_tunnel("hmm", K=50).sample(1, gen(5))
     fig = plots.plot_hmm_posteriors(ep.probs[0], ep.probs[0], states=ep.target[0])
     fig.canvas.draw()
+    heatmaps = [a for a in fig.axes if a.images]
+    assert len(heatmaps) == 2
+    for ax in heatmaps:
+        assert np.array_equal(ax.images[0].get_array(), ep.probs[0].numpy().T.astype(np.float64))
+        dots = ax.collections[0].get_offsets()
+        assert np.array_equal(dots[:, 0], np.arange(50)) and np.array_equal(dots[:, 1], ep.target[0].numpy())
+    assert list(heatmaps[-1].get_xticks()) == list(range(0, 50, 3))
 
 
 def test_position_errors():
     curves = {"K = 30": torch.rand(30).tolist(), "K = 50": torch.rand(50), "zeros": [0.0] * 20}
     fig = plots.plot_position_errors(curves, train_length=20, title="length generalisation")
-    assert isinstance(fig, Figure)
     fig.canvas.draw()
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and ax.get_xlim() == (0.5, 50.5)
@@ -76,7 +86,7 @@ def test_hmm_step(episode):
     ep, obs, q = episode
     hb, hm = entropy_bits(ep.probs[0]), entropy_bits(q[0])
     fig = plots.plot_hmm_step(ep.probs[0], q[0], hb, hm, 4, obs=obs[0], states=ep.target[0])
-    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert len(fig.axes) == 2 and drawn(fig)
     fig.canvas.draw()
     plots.plot_hmm_step(ep.probs[0], q[0], hb, hm, 0).canvas.draw()
     with pytest.raises(ValueError, match="t must be"):

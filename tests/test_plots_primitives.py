@@ -8,7 +8,6 @@ import ipywidgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 
 from bwt_lite import plotting as plots  # noqa: E402
 from bwt_lite.plotting.primitives import primitives_widget  # noqa: E402
@@ -29,7 +28,6 @@ ROWS = [row("bijection", "transformer", [3.0, 2.0, 1.0], [3.0, 2.1, 1.0]),
 
 def test_entropy_panels_draw_every_selected_curve():
     fig = plots.plot_primitives_entropy(ROWS, tunnels=["bijection", "regression", "recall"])
-    assert isinstance(fig, Figure)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 3
     bij = axes[0]
