@@ -53,6 +53,17 @@ ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("mamba", "paper"): {"d_model": 192, "n_layers": 11},
     ("mamba", "lite"): {"d_model": 168, "n_layers": 2},
 }
+# How each architecture's size was chosen, in words (the capacity table prints it beside the sizes above).
+HOW_MATCHED: dict[tuple[str, str], str] = {
+    ("transformer", "paper"): "reference: Paper I's production model (HMM: the paper's 9 layers, 8 heads, d=256)",
+    ("transformer", "lite"): "reference: this tunnel's lite transformer",
+    ("mlp", "paper"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
+    ("mlp", "lite"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
+    ("lstm", "paper"): "not matched: the paper's 6 layers of width 192 ('about 1.8M')",
+    ("lstm", "lite"): "width and depth within 10 % of the tunnel's lite transformer",
+    ("mamba", "paper"): "transformer's width; 11 blocks, the count nearest its 2,677,440",
+    ("mamba", "lite"): "2 wide blocks within 10 % of the tunnel's lite transformer",
+}
 # Per-tunnel sizes where a tunnel's paper model differs from the defaults above.
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text

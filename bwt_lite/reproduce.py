@@ -33,7 +33,7 @@ from .runtime.device import resolve_device
 from .evaluate import evaluate
 from .models import ARCHS, build_model
 from .paper import paper_value
-from .presets import SCALES, get_preset
+from .presets import HOW_MATCHED, SCALES, get_preset
 from .store.hosted import hosted_checkpoint
 from .train import format_duration
 from .verdicts import (HMM_MAX_WINDOW, MARGIN, MARGINS, MAX_WINDOW, METRIC_NAMES, PRIMITIVE_TUNNELS, PRIMITIVES,
@@ -43,17 +43,6 @@ from .orchestration.pool import train_presets
 from .tunnels import make_tunnel
 from .arguments import check_choice, check_int
 
-# How each architecture's size was chosen (presets.ARCH_SIZES says the same beside the numbers).
-HOW_MATCHED: dict[tuple[str, str], str] = {
-    ("transformer", "paper"): "reference: Paper I's production model (HMM: the paper's 9 layers, 8 heads, d=256)",
-    ("transformer", "lite"): "reference: this tunnel's lite transformer",
-    ("mlp", "paper"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
-    ("mlp", "lite"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
-    ("lstm", "paper"): "not matched: the paper's 6 layers of width 192 ('about 1.8M')",
-    ("lstm", "lite"): "width and depth within 10 % of the tunnel's lite transformer",
-    ("mamba", "paper"): "transformer's width; 11 blocks, the count nearest its 2,677,440",
-    ("mamba", "lite"): "2 wide blocks within 10 % of the tunnel's lite transformer",
-}
 
 
 def cell_preset(tunnel: str, arch: str, scale: str = "lite", seed: int | None = None) -> Any:
@@ -101,7 +90,7 @@ def capacity_table(scales: Iterable[str] = SCALES, tunnels: Iterable[str] = PRIM
                 p = cell_preset(tunnel, arch, scale)
                 n = _count(p)
                 if (arch, scale) not in HOW_MATCHED:
-                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/reproduce.py) for {arch} at scale {scale}")
+                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/presets.py) for {arch} at scale {scale}")
                 matched = HOW_MATCHED[(arch, scale)]
                 if scale == "paper" and arch != "transformer" and (ref.d_model, ref.n_layers) != (shared.d_model,
                                                                                                   shared.n_layers):
