@@ -387,8 +387,10 @@ SHIPPED: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("recurrence", "mlp", {}),
     ("recurrence", "lstm", {}),
     ("recurrence", "mamba", {}),
-    # its length control: trained on 8 values with sinusoidal positions (scored on 16 and 32)
+    # its controls: trained on 8 values with sinusoidal positions (scored on 16 and 32) ...
     ("recurrence", "transformer", {"length": 8, "positions": "sinusoidal"}),
+    # and the shuffled layout: (time, value) pairs in a random order
+    ("recurrence", "transformer", {"variant": "shuffled"}),
 )
 
 
