@@ -228,7 +228,8 @@ TUNNEL_TRAIN.update({
 RECURRENCE_EPISODES = 1_024_000
 TUNNEL_TRAIN.update({
     ("recurrence", "mlp", "lite"): _equal_budget(replace(TRAIN[("mlp", "lite")], target="soft"), RECURRENCE_EPISODES),
-    ("recurrence", "lstm", "lite"): _equal_budget(replace(TRAIN[("lstm", "lite")], target="soft"),
+    # seed 1: the median of seeds 0-4, all of which identify the program (chapter 6's seed table)
+    ("recurrence", "lstm", "lite"): _equal_budget(replace(TRAIN[("lstm", "lite")], target="soft", seed=1),
                                                   RECURRENCE_EPISODES),
     ("recurrence", "mamba", "lite"): _equal_budget(replace(TRAIN[("mamba", "lite")], target="soft"), 512_000),
 })
