@@ -226,9 +226,8 @@ def recurrence_window(tunnel: Recurrence, episodes: Episodes, window: int) -> Te
     _check(tunnel, Recurrence, "recurrence_window")
     window = check_int("window", window, 0)
     if tunnel.variant == "shuffled":  # the last ``window`` pairs shown, with their times
-        times, seen = tunnel.shown_pairs(episodes.inputs)
-        seen = torch.cat([seen, seen.new_zeros(seen.shape[0], 1)], dim=1)  # the last value is never used
-        values = torch.empty_like(seen).scatter_(1, times, seen)
+        unused = episodes.inputs.new_zeros(episodes.inputs.shape[0], 1)  # the last value predicts nothing
+        times, values = tunnel.time_ordered(episodes.inputs, unused)
         return shuffled_posterior(values, times, tunnel.p, window=window)[0]
     values = tunnel.decode(episodes.inputs)  # (B, L - 1): x_0 .. x_{L-2}
     B, p = values.shape[0], tunnel.p

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from .models import ARCHS
@@ -45,20 +44,22 @@ def recipe_lock() -> dict[str, Any]:
     return {"recipes": dict(sorted(recipes.items()))}
 
 
-def lock_text() -> str:
-    return json.dumps(recipe_lock(), indent=1, sort_keys=True) + "\n"
+def lock_text(lock: dict[str, Any] | None = None) -> str:
+    """The lockfile's text: ``lock`` (default: :func:`recipe_lock`, resolved now) as sorted JSON."""
+    return json.dumps(recipe_lock() if lock is None else lock, indent=1, sort_keys=True) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write the lockfile (``--check``: only say whether it is current; exit 1 when not)."""
     args = sys.argv[1:] if argv is None else argv
-    text = lock_text()
+    lock = recipe_lock()
+    text = lock_text(lock)
     if "--check" in args:
         current = LOCK_PATH.exists() and LOCK_PATH.read_text() == text
         print(f"{LOCK_PATH}: {'current' if current else 'out of date: run make lock'}")
         return 0 if current else 1
     LOCK_PATH.write_text(text)
-    print(f"wrote {LOCK_PATH} ({len(recipe_lock()['recipes'])} recipes)")
+    print(f"wrote {LOCK_PATH} ({len(lock['recipes'])} recipes)")
     return 0
 
 

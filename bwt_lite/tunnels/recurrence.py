@@ -36,6 +36,7 @@ Every posterior is float64 and exact (tests check it against enumerating (a, b, 
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -56,6 +57,14 @@ def check_prime(p: Any) -> int:
 
 
 SHUFFLED_CHUNK = 64  # episodes per pass of shuffled_posterior (about 2.5 MB each at p = 17, length 16)
+
+
+@functools.lru_cache(maxsize=8)
+def _program_table(p: int, length: int, device: torch.device) -> Tensor:
+    """(length, p^3): :func:`programs` transposed, int8 while p fits; built once per shape (the sampler
+    calls :func:`shuffled_posterior` at every training step)."""
+    with torch.inference_mode(False), torch.no_grad():
+        return programs(p, length, device).to(torch.int8 if p <= 127 else torch.int64).T.contiguous()
 
 
 def programs(p: int, length: int, device: torch.device | str = "cpu") -> Tensor:
@@ -83,13 +92,13 @@ def shuffled_posterior(values: Tensor, order: Tensor, p: int, window: int | None
         return torch.cat([a for a, _ in parts]), torch.cat([b for _, b in parts])
     dev = values.device
     # said[b, k, j]: the value program j gives the time shown k-th (int8 while p fits: a tenth of the traffic)
-    small = torch.int8 if p <= 127 else torch.int64
-    said = programs(p, L, dev).to(small).T[order]  # (B, L, p^3)
+    table = _program_table(p, L, torch.device(dev))
+    said = table[order]  # (B, L, p^3)
     seen = values.gather(1, order)  # the values in the order shown
-    wrong = (said != seen.to(small).unsqueeze(-1)).cumsum(1, dtype=torch.int16)  # mistakes, first k + 1 shown
+    wrong = (said != seen.to(table.dtype).unsqueeze(-1)).cumsum(1, dtype=torch.int16)  # mistakes, first k + 1 shown
     before = torch.cat([torch.zeros_like(wrong[:, :1]), wrong], dim=1)  # before[:, m]: among the first m
     n_seen = torch.arange(L, device=dev)
-    start = n_seen * 0 if window is None else (n_seen - check_int("window", window, 0)).clamp_min(0)
+    start = torch.zeros_like(n_seen) if window is None else (n_seen - check_int("window", window, 0)).clamp_min(0)
     consistent = before[:, :-1] == before[:, start]  # (B, L, p^3): no mistake among pairs start .. k-1
     n_seen = n_seen - start  # the pairs counted
     count = consistent.sum(-1).to(torch.float64)  # (B, L)
@@ -250,14 +259,19 @@ class Recurrence(Tunnel):
             raise ValueError(f"shown_pairs reads the shuffled layout, not {self.variant!r}")
         return tokens[:, 0::2] - self.TIME, tokens[:, 1::2]
 
+    def time_ordered(self, tokens: Tensor, last: Tensor) -> tuple[Tensor, Tensor]:
+        """Shuffled layout: (times (B, L) in the order shown, values (B, L) in time order), with ``last``
+        (B, 1) the value at the last time shown, which the tokens never show."""
+        times, seen = self.shown_pairs(tokens)
+        seen = torch.cat([seen, last], dim=1)
+        return times, torch.empty_like(seen).scatter_(1, times, seen)
+
     def episode_fields(self, episodes: Episodes) -> dict[str, Any]:
         """The residues ``values`` x_0 .. x_{L-1} (before any relabelling), ``p``, and the ``posterior`` over the
         residues in residue order (the episode's own probabilities are over the answer tokens); shuffled: the
         ``times`` in the order shown, and a posterior row per pair shown."""
         if self.variant == "shuffled":
-            times, seen = self.shown_pairs(episodes.inputs[:1])
-            seen = torch.cat([seen, episodes.target[:1, -1:]], dim=1)
-            values = torch.empty_like(seen).scatter_(1, times, seen)
+            times, values = self.time_ordered(episodes.inputs[:1], episodes.target[:1, -1:])
             probs, rec = shuffled_posterior(values, times, self.p)
             return {"p": self.p, "values": values[0].tolist(), "times": times[0].tolist(),
                     "posterior": probs[0].tolist(), "class_posterior": rec[0].tolist()}
