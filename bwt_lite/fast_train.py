@@ -37,7 +37,7 @@ import torch
 from .evaluate import evaluate
 from .presets import Preset
 from .runtime.device import amp_dtype, device_name, precision_name, resolve_device
-from .train import LossMeter, evaluation_row, init_model, loss_fn, lr_at, update_average, weight_average
+from .train import LossMeter, easy_tunnel, evaluation_row, init_model, loss_fn, lr_at, update_average, weight_average
 from .train_config import TrainState
 from .tunnels import Episodes, make_tunnel
 
@@ -91,6 +91,10 @@ class FastRun:
             raise ValueError(f"a fast run resumes at a multiple of chunk={chunk} steps, not at step {resume.step}")
         self.chunk, self.warmup = chunk, warmup
         self.tunnel = make_tunnel(**preset.tunnel)
+        self.easy = easy_tunnel(preset.tunnel, self.cfg)  # a curriculum's first steps (None without one)
+        if self.cfg.easy_steps % chunk:
+            raise ValueError(f"a fast run switches tunnels between chunks: easy_steps ({self.cfg.easy_steps}) must be "
+                             f"a multiple of chunk={chunk}")
         self.model = init_model(preset.model, self.cfg.seed).to(self.device)
         self.params = list(self.model.parameters())
         self.stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
@@ -149,7 +153,8 @@ class FastRun:
 
     def _draw_chunk(self) -> None:
         """The next ``chunk`` batches, drawn in one sampler call, copied into the fixed buffers."""
-        fresh = self.tunnel.sample(self.cfg.batch_size * self.chunk, self.gen)
+        source = self.easy if self.easy is not None and self.step_count < self.cfg.easy_steps else self.tunnel
+        fresh = source.sample(self.cfg.batch_size * self.chunk, self.gen)
         if self.batches is None:
             self.batches = fresh
             return

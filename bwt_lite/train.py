@@ -118,6 +118,7 @@ def fit(
     run = (run or RunOptions()).resolved()
     device, dtype = run.device, run.dtype
     tunnel = make_tunnel(**tunnel_cfg)
+    easy = easy_tunnel(tunnel_cfg, cfg)
     model = init_model(model_cfg, cfg.seed).to(device)
     forward = compiled(model, run.compile_model)
     opt = make_optimizer(model, cfg)
@@ -132,7 +133,8 @@ def fit(
     losses = LossMeter(device, resume)
     done, stopped = state.step, False
     for step in range(state.step, cfg.steps):
-        loss = train_step(forward, model, opt, tunnel.sample(cfg.batch_size, gen), cfg, step,
+        source = easy if easy is not None and step < cfg.easy_steps else tunnel
+        loss = train_step(forward, model, opt, source.sample(cfg.batch_size, gen), cfg, step,
                           device=device, dtype=dtype, scaler=scaler)
         if average is not None:
             update_average(average, model, cfg.ema)
@@ -155,6 +157,20 @@ def fit(
     model.eval()
     final = done if stopped else max(cfg.steps, state.step)
     return scored.eval(), _snapshot(final, model, opt, gen, state, t0, scaler, average, losses)
+
+
+def easy_tunnel(tunnel_cfg: dict[str, Any], cfg: TrainConfig) -> Tunnel | None:
+    """The tunnel of a curriculum's first ``cfg.easy_steps`` steps (``tunnel_cfg`` with ``cfg.easy_tunnel``'s
+    arguments changed), or None without a curriculum. Its episodes must fit the same model: same length
+    and vocabulary as the tunnel's own."""
+    if not cfg.easy_steps:
+        return None
+    tunnel, easy = make_tunnel(**tunnel_cfg), make_tunnel(**{**tunnel_cfg, **dict(cfg.easy_tunnel)})
+    shape = lambda t: (t.seq_len, t.vocab_size, getattr(t, "n_classes", None))  # noqa: E731
+    if shape(easy) != shape(tunnel):
+        raise ValueError(f"the curriculum's tunnel {easy.config()} does not fit the model of {tunnel.config()}: "
+                         f"its episodes must keep the length, the vocabulary and the classes")
+    return easy
 
 
 def _restore(resume: TrainState | None, model: WindTunnelModel, opt: torch.optim.Optimizer, gen: torch.Generator,

@@ -33,6 +33,10 @@ class TrainConfig:
     ema: float = 0.0  # decay of a moving average of the weights, evaluated and saved (0: off, the raw weights)
     decay_steps: int = 0  # length of the warmup + cosine schedule (0: steps); more than steps stops before its end
     stop_accuracy: float = 0.0  # end the run at the first evaluation whose held-out accuracy reaches this (0: off)
+    # A curriculum: the first easy_steps steps train on episodes of the tunnel with easy_tunnel's arguments
+    # changed (e.g. (("sharpen", 3.0),): the HMM's more peaked rows); evaluations always use the tunnel itself.
+    easy_steps: int = 0
+    easy_tunnel: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         check_choice("target", self.target, TARGET_MODES)
@@ -45,6 +49,11 @@ class TrainConfig:
             raise ValueError(f"ema must be in [0, 1) (0: no weight average), got {self.ema}")
         if not 0.0 <= self.stop_accuracy <= 1.0:
             raise ValueError(f"stop_accuracy must be in [0, 1] (0: train all steps), got {self.stop_accuracy}")
+        easy = self.easy_tunnel.items() if isinstance(self.easy_tunnel, dict) else self.easy_tunnel
+        object.__setattr__(self, "easy_tunnel", tuple(sorted((str(k), v) for k, v in easy)))
+        if self.easy_steps < 0 or bool(self.easy_steps) != bool(self.easy_tunnel):
+            raise ValueError(f"easy_steps ({self.easy_steps}) and easy_tunnel ({dict(self.easy_tunnel)}) go together: "
+                             f"both set for a curriculum, both off (0, empty) without one")
         if self.decay_steps and self.decay_steps <= self.warmup_steps:
             raise ValueError(f"decay_steps must be 0 (the schedule spans steps) or more than warmup_steps "
                              f"({self.warmup_steps}), got {self.decay_steps}")
@@ -56,7 +65,9 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for name in ("ema", "decay_steps", "stop_accuracy"):  # added later: left out when off, so older presets keep their keys
+        d["easy_tunnel"] = dict(self.easy_tunnel)
+        # added later: left out when off, so older presets keep their keys
+        for name in ("ema", "decay_steps", "stop_accuracy", "easy_steps", "easy_tunnel"):
             if not d[name]:
                 del d[name]
         return d

@@ -46,6 +46,7 @@ ROW_TOL = 1e-9  # tolerance of forward_filter's row-sum check
 SLOW_STAY_RANGE = 0.02  # "slow" variant: self-transitions within this of the largest the floor allows
 SLOW_EMIT_UNIFORM = 0.2  # "slow" variant: the uniform's share of every emission row
 SLOW_MAX_S = 9  # "slow" variant: 1 - 0.05 (S - 1) - 0.02 >= 0.5
+MAX_SHARPEN = 16.0  # the largest power of the Exponential(1) draws behind the rows (see HMM._exponentials)
 
 
 def _check_dim(name: str, value: Any) -> int:
@@ -350,8 +351,11 @@ class HMM(Tunnel):
     TRANS, EMIT, SEP, OBS = 96, 97, 98, 99
     SYMBOL0 = 100  # symbol o has token SYMBOL0 + o
 
-    def __init__(self, S: int = 5, O: int = 5, K: int = 20, variant: str = "default"):
+    def __init__(self, S: int = 5, O: int = 5, K: int = 20, variant: str = "default", sharpen: float = 1.0):
         self.S = _check_dim("S", S)
+        if isinstance(sharpen, bool) or not isinstance(sharpen, (int, float)) or not 0 < sharpen <= MAX_SHARPEN:
+            raise ValueError(f"sharpen must be a number in (0, {MAX_SHARPEN}] (1: the tunnel's own draws), got {sharpen!r}")
+        self.sharpen = float(sharpen)
         self.O = _check_dim("O", O)
         self.K = check_int("K", K, 1, "at least one observation")
         self.variant = check_choice("variant", variant, self.variants)
@@ -372,7 +376,18 @@ class HMM(Tunnel):
         self.positions = self.header_len + 1 + 2 * torch.arange(K)  # the symbol tokens
 
     def config(self) -> dict[str, Any]:
-        return {"tunnel": self.name, "S": self.S, "O": self.O, "K": self.K, "variant": self.variant}
+        cfg = {"tunnel": self.name, "S": self.S, "O": self.O, "K": self.K, "variant": self.variant}
+        if self.sharpen != 1.0:
+            cfg["sharpen"] = self.sharpen
+        return cfg
+
+    def _exponentials(self, shape: tuple[int, ...], g: torch.Generator) -> Tensor:
+        """Exponential(1) draws (normalised rows of them are Dirichlet(1)), raised to ``sharpen``: above 1
+        the normalised rows are more peaked than Dirichlet(1), so each symbol (and each transition) says
+        more about the state; an easier task for the first steps of a curriculum."""
+        u = torch.rand(*shape, generator=g, device=g.device, dtype=torch.float64)
+        gam = torch.log1p(u.neg_()).neg_()  # -log(1 - u): Exponential(1)
+        return gam if self.sharpen == 1.0 else gam.pow_(self.sharpen)
 
     def sample_params(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         """Fresh (T, E) in integer hundredths: (B, S, S) and (B, S, O) int64, Dirichlet(1) rows,
@@ -386,8 +401,7 @@ class HMM(Tunnel):
         if self.variant == "slow":
             return self._sample_slow_params(B, g)
         S, O, dev = self.S, self.O, g.device
-        u = torch.rand(B, S, S + O, generator=g, device=dev, dtype=torch.float64)
-        gam = torch.log1p(u.neg_()).neg_()  # -log(1 - u): Exponential(1); normalised rows are Dirichlet(1)
+        gam = self._exponentials((B, S, S + O), g)  # normalised rows are Dirichlet(1) (sharpen = 1)
         if S == O and dev.type == "cpu":
             # T's and E's rows side by side: each operation below does both at once. On the CPU these
             # are the same numbers as normalising the two halves separately (each row sum adds the
@@ -409,8 +423,7 @@ class HMM(Tunnel):
         S, O, dev = self.S, self.O, g.device
         most = 1.0 - FLOOR_HUNDREDTHS / 100 * (S - 1)  # the largest self-transition the floor allows
         stay = most - SLOW_STAY_RANGE * torch.rand(B, S, 1, generator=g, device=dev, dtype=torch.float64)
-        u = torch.rand(B, S, S + O, generator=g, device=dev, dtype=torch.float64)
-        gam = torch.log1p(u.neg_()).neg_()  # Exponential(1): normalised rows are Dirichlet(1)
+        gam = self._exponentials((B, S, S + O), g)  # normalised rows are Dirichlet(1) (sharpen = 1)
         eye = torch.eye(S, dtype=torch.float64, device=dev)
         off = gam[..., :S] * (1 - eye)
         T_p = stay * eye + (1 - stay) * off / off.sum(-1, keepdim=True)
