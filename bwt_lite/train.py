@@ -292,12 +292,14 @@ class Report:
 
 def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt: torch.optim.Optimizer,
                episodes: Episodes, cfg: TrainConfig, step: int, *, device: torch.device,
-               dtype: torch.dtype | None = None, scaler: Any | None = None) -> torch.Tensor:
+               dtype: torch.dtype | None = None, scaler: Any | None = None,
+               stats: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
     """One optimizer step on ``episodes`` at schedule position ``step``; returns the loss.
 
     ``forward`` is the model or its compiled wrapper; the forward runs under autocast to ``dtype``
     (None: float32); with a ``scaler`` (float16) the loss is scaled and the gradients unscaled
-    before clipping, and a step whose gradients overflowed is skipped.
+    before clipping, and a step whose gradients overflowed is skipped. A ``stats`` dict receives the
+    global gradient norm before clipping (``"grad_norm"``), for diagnostics of a stalled run.
     """
     with autocast(device, dtype):
         loss = loss_fn(forward(episodes.inputs, episodes.positions), episodes, cfg.target)
@@ -307,7 +309,9 @@ def train_step(forward: Callable[..., torch.Tensor], model: WindTunnelModel, opt
     else:
         scaler.scale(loss).backward()
         scaler.unscale_(opt)  # clip the true gradients
-    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    if stats is not None:
+        stats["grad_norm"] = norm.detach()
     lr = lr_at(step, cfg)
     for group in opt.param_groups:
         group["lr"] = lr * group["lr_mult"]

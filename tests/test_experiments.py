@@ -36,6 +36,8 @@ SMOKE = {
     "capacity_sweep": ["--steps", "20", "--episodes", "16", "--pairs", "4", "--widths", "64", "--archs", "lstm",
                        "mamba", *ROOT],
     "hmm_mamba_sweep": ["--steps", "2", "--episodes", "16", "--runs", "d_model=32", "lr=1e-3,warmup_steps=2000", *ROOT],
+    "hmm_stall": ["--steps", "4", "--every", "2", "--seeds", "1", "--probe-episodes", "8",
+                  "--change", "easy_steps=2,easy_tunnel=sharpen:3"],
     "hmm_deep_recipes": ["--steps", "2", "--episodes", "16", "--recipes", "base", "batch128"],
     "paper_scale": ["--steps", "2", "--episodes", "16", "--cells", "regression", "--seeds", "0", "--device", "cpu",
                     "--root", "{tmp}/ps"],
@@ -106,6 +108,14 @@ def test_smoke_run(name, experiments, tmp_path):
         result = json.loads(out.read_text())
         assert [(r["lr"], r["seed"]) for r in result["runs"]] == [(2e-3, 0), (2e-3, 1), (1e-3, 1)]
         assert len(result["commands"]) == 2
+    if name == "hmm_stall":
+        (run,) = result["runs"]
+        assert [r["step"] for r in run["rows"]] == [0, 2, 4] and run["rows"][0]["loss"] is None
+        heads = run["rows"][-1]["heads"]
+        assert len(heads) == 4 and all(len(layer) == 2 for layer in heads)  # the lite slow-HMM model: 4 x 2 heads
+        for h in (h for layer in heads for h in layer):
+            assert 0 <= h["right_E"] <= h["E_block"] <= 1 and 0 <= h["earlier_symbols"] <= 1
+        assert run["rows"][-1]["grad_norm"] > 0
     if name == "hmm_mamba_sweep":
         assert [(r["change"], r["d_model"], r["lr"], r["train_steps"]) for r in result["runs"]] == [
             ("d_model=32", 32, 5e-4, 2), ("lr=1e-3,warmup_steps=2000", 112, 1e-3, 2)]

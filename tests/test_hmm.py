@@ -405,3 +405,36 @@ def test_slow_variant_needs_a_long_window():
 
     assert window_gap(HMM(S=3, O=5, K=30, variant="slow"), 8) > 0.01
     assert window_gap(HMM(), 4) < 0.005
+
+
+# --- sharper draws (the curriculum's easier episodes) -------------------------------------------------
+
+
+@pytest.mark.parametrize("variant, S", [("default", 5), ("slow", 3)])
+def test_sharpen_draws_more_peaked_rows_and_keeps_the_posterior_exact(variant, S):
+    from bwt_lite.tunnels.hmm import forward_filter
+
+    plain = HMM(S=S, O=5, K=6, variant=variant)
+    sharp = HMM(S=S, O=5, K=6, variant=variant, sharpen=3.0)
+    _, E_plain = plain.sample_params(4096, torch.Generator().manual_seed(0))
+    _, E_sharp = sharp.sample_params(4096, torch.Generator().manual_seed(0))
+    assert E_sharp.amax(-1).double().mean() > E_plain.amax(-1).double().mean() + 10  # hundredths
+    assert (E_sharp.sum(-1) == 100).all() and (E_sharp >= 5).all()
+    ep = sharp.sample(64, torch.Generator().manual_seed(1))
+    T, E, obs = HMM.decode(ep.inputs)
+    assert torch.allclose(ep.probs, forward_filter(T, E, obs), atol=1e-12, rtol=0)
+    assert sharp.config()["sharpen"] == 3.0 and "sharpen" not in plain.config()
+    from bwt_lite.tunnels import make_tunnel
+    assert make_tunnel(**sharp.config()).config() == sharp.config()
+
+
+def test_sharpen_one_is_the_tunnels_own_draws():
+    a = HMM(variant="default").sample(32, torch.Generator().manual_seed(3))
+    b = HMM(variant="default", sharpen=1.0).sample(32, torch.Generator().manual_seed(3))
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.probs, b.probs)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, 17.0, True, "2", float("nan")])
+def test_sharpen_rejects_bad_values(bad):
+    with pytest.raises(ValueError, match="sharpen"):
+        HMM(sharpen=bad)
