@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .paths import data_file
 from .checkpoints import checkpoint_dir, load_checkpoint, load_or_train, train_and_save
 from .evaluate import evaluate
-from .presets import Preset, get_preset
+from .recipes import Preset, get_preset
 from .reproduce import THRESHOLDS
 from .orchestration.pool import train_presets
 from .models import state_numbers as count_state

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 from filelock import FileLock, Timeout
 
 from .models import WindTunnelModel
-from .presets import Preset
+from .recipes import Preset
 from .runtime.device import cpu_model, device_name, precision_name
 from .runtime.options import RunOptions
 from .store.cache import LOCK, META, cache_dir, checkpoint_dir, prepare_root

@@ -1,6 +1,6 @@
 """The recipe lockfile: every named preset resolved to its full configuration, one JSON file in the checkout.
 
-A recipe is assembled from several tables in :mod:`bwt_lite.presets` (a base per architecture and scale, a
+A recipe is assembled from several tables in :mod:`bwt_lite.recipes` (a base per architecture and scale, a
 tunnel's own sizes and training, a variant's, the equal-budget controls). The lockfile writes down what
 they resolve to, so that a change to any table is a visible diff of the recipes it changes, with their
 new checkpoint keys. ``tests/test_recipe_lock.py`` regenerates it and fails on any difference;
@@ -14,7 +14,7 @@ from typing import Any
 
 from .models import ARCHS
 from .paths import CHECKOUT
-from .presets import SCALES, SHIPPED, Preset, get_preset
+from .recipes import SCALES, SHIPPED, Preset, get_preset
 from .tunnels import TUNNELS
 
 LOCK_PATH = CHECKOUT / "docs" / "recipes.lock.json"

@@ -34,7 +34,7 @@ from .paths import CHECKOUT, DATA_DIR
 from .llm.text_lm import FILES as TEXT_LM_FILES
 from .llm.text_lm import SHIPPED as TEXT_LM
 from .models import ARCHS
-from .presets import Preset, get_preset, shipped_presets
+from .recipes import Preset, get_preset, shipped_presets
 from .store.cache import META, WEIGHTS, checkpoint_dir
 from .store.checkpoint import find_checkpoint
 from .store.hosted import registry_entry

@@ -33,7 +33,7 @@ from .runtime.device import resolve_device
 from .evaluate import evaluate
 from .models import ARCHS, build_model
 from .paper import paper_value
-from .presets import HOW_MATCHED, SCALES, get_preset
+from .recipes import HOW_MATCHED, SCALES, get_preset
 from .store.hosted import hosted_checkpoint
 from .train import format_duration
 from .verdicts import (HMM_MAX_WINDOW, MARGIN, MARGINS, MAX_WINDOW, METRIC_NAMES, PRIMITIVE_TUNNELS, PRIMITIVES,
@@ -90,7 +90,7 @@ def capacity_table(scales: Iterable[str] = SCALES, tunnels: Iterable[str] = PRIM
                 p = cell_preset(tunnel, arch, scale)
                 n = _count(p)
                 if (arch, scale) not in HOW_MATCHED:
-                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/presets.py) for {arch} at scale {scale}")
+                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/recipes/model_recipes.py) for {arch} at scale {scale}")
                 matched = HOW_MATCHED[(arch, scale)]
                 if scale == "paper" and arch != "transformer" and (ref.d_model, ref.n_layers) != (shared.d_model,
                                                                                                   shared.n_layers):

@@ -64,12 +64,10 @@ class TrainConfig:
         return self.decay_steps or self.steps
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field, as JSON writes it (a preset's key leaves out the fields added later while at their
+        defaults: ``bwt_lite.recipes.key_schema``)."""
         d = asdict(self)
         d["easy_tunnel"] = dict(self.easy_tunnel)
-        # added later: left out when off, so older presets keep their keys
-        for name in ("ema", "decay_steps", "stop_accuracy", "easy_steps", "easy_tunnel"):
-            if not d[name]:
-                del d[name]
         return d
 
     @classmethod

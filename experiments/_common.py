@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from bwt_lite.checkpoints import checkpoint_dir, load_checkpoint, train_and_save
 from bwt_lite.evaluate import evaluate
-from bwt_lite.presets import Preset
+from bwt_lite.recipes import Preset
 from bwt_lite.tunnels import make_tunnel
 
 HERE = Path(__file__).resolve().parent

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.evaluate import evaluate
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.runtime.options import RunOptions
 from bwt_lite.train import fit
 from bwt_lite.tunnels import make_tunnel

@@ -1,6 +1,6 @@
 """A recipe sweep for the lite HMM transformer: peak learning rates x training seeds, on either HMM.
 
-Backs the HMM recipes (``bwt_lite/presets.py``; lab notes, "HMM recipe" and "Seeds on the slow-mixing
+Backs the HMM recipes (``bwt_lite/recipes/tunnel_train.py``; lab notes, "HMM recipe" and "Seeds on the slow-mixing
 HMM") and chapter 6's slow-HMM section, which renders ``bwt_lite/data/hmm_slow_seeds.json``. Each run is
 the shipped recipe of the chosen variant with only ``lr`` and ``seed`` changed (``get_preset(..., lr=...,
 seed=...)``), trained with ``bwt_lite.checkpoints.train_and_save`` into the experiments' own folder
@@ -19,7 +19,8 @@ from __future__ import annotations
 import sys
 
 from bwt_lite.baselines import evaluate_baselines
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
+from bwt_lite.recipes.key_schema import key_fields
 from bwt_lite.reproduce import realises
 from bwt_lite.tunnels import make_tunnel
 
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = [command]
     rows, commands = appended(p, args, rows, commands, {"variant": args.variant, "episodes": args.episodes},
                               lambda r: (r["lr"], r["seed"]))
-    write(args.out, {"variant": args.variant, "recipe": base.train.to_dict(), "episodes": args.episodes,
+    write(args.out, {"variant": args.variant, "recipe": key_fields(base.train), "episodes": args.episodes,
                      "commands": commands, "windows": windows, "runs": rows})
     return 0
 

@@ -20,7 +20,8 @@ from typing import Any
 from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.capacity import state_numbers
 from bwt_lite.checkpoints import load_or_train
-from bwt_lite.presets import Preset, get_preset
+from bwt_lite.recipes import Preset, get_preset
+from bwt_lite.recipes.key_schema import key_fields
 from bwt_lite.tunnels import make_tunnel
 
 from _common import appended, parser, score, shown_args, smoke, train, write
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--root",), files=("--out",))
     commands = [("python experiments/hmm_mamba_sweep.py " + " ".join(words)).strip()]
     rows, commands = appended(p, args, rows, commands, {"episodes": args.episodes}, lambda r: r["change"])
-    write(args.out, {"recipe": recipe.train.to_dict(), "model": recipe.model.to_dict(), "episodes": args.episodes,
+    write(args.out, {"recipe": key_fields(recipe.train), "model": key_fields(recipe.model), "episodes": args.episodes,
                      "commands": commands, "windows": windows, "runs": rows})
     return 0
 

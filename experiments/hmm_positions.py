@@ -32,7 +32,8 @@ from bwt_lite.baselines import evaluate_baseline
 from bwt_lite.checkpoints import load_or_train
 from bwt_lite.evaluate import evaluate
 from bwt_lite.models import POSITIONS
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
+from bwt_lite.recipes.key_schema import key_fields
 from bwt_lite.reproduce import MARGIN
 from bwt_lite.tunnels import make_tunnel
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--root",), files=("--out",))
     commands = [("python experiments/hmm_positions.py " + " ".join(words)).strip()]
     runs, commands = appended(p, args, runs, commands, {"episodes": args.episodes, "lengths": args.lengths}, run_id)
-    write(args.out, {"recipe": base.train.to_dict(), "trained_length": trained, "lengths": args.lengths,
+    write(args.out, {"recipe": key_fields(base.train), "trained_length": trained, "lengths": args.lengths,
                      "episodes": args.episodes, "margin": MARGIN, "commands": commands, "windows_past": windows,
                      "runs": runs})
     return 0

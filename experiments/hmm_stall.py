@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import easy_tunnel, init_model, make_optimizer, train_step
 from bwt_lite.tunnels import HMM, make_tunnel
 

@@ -10,7 +10,7 @@ No training; about a minute on 2 CPU cores.
 from __future__ import annotations
 
 from bwt_lite.baselines import DEFAULT_MAX_WINDOW, SLOW_MIXING_MAX_WINDOW, evaluate_baselines
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.tunnels import make_tunnel
 
 from _common import parser, write

@@ -42,7 +42,7 @@ import torch
 from bwt_lite.fast_train import (FastRun, check_against_eager, eager_and_fast, final_scores, peak_tflops,
                                  train_flops_per_step, train_together)
 from bwt_lite.models import POSITIONS
-from bwt_lite.presets import Preset, get_preset
+from bwt_lite.recipes import Preset, get_preset
 from bwt_lite.runtime.device import device_name, resolve_device
 from bwt_lite.store.cache import RESUME, checkpoint_dir
 from bwt_lite.evaluate import evaluate

@@ -9,7 +9,7 @@ whose shipped run took about 48 min on one core, so five seeds take about 4 h ru
 """
 from __future__ import annotations
 
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.stats import mean_ci
 
 from _common import parser, smoke, train_and_score, write

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from bwt_lite.models import ModelConfig, ablate_heads, build_model, bypass_layers, run_with_cache
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import init_model, make_optimizer, train_step
 from bwt_lite.tunnels import Bijection, make_tunnel
 from conftest import gen

@@ -6,7 +6,7 @@ import torch
 
 from bwt_lite.orchestration import bench
 from bwt_lite.cli import main
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 
 
 def tiny(*args, **kw):

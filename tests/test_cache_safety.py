@@ -11,7 +11,7 @@ from bwt_lite.checkpoints import checkpoint_dir, load_or_train, train_and_save
 from bwt_lite.store.cache import LOCK, MARKER, CacheError, clear_cache, is_cache_root, prepare_root
 from bwt_lite.store.resume import save_train_state
 from bwt_lite.cli import main
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import RunOptions, fit
 
 

@@ -42,7 +42,7 @@ LITE_BIJECTION_STATE = {"transformer": 18_944, "mlp": 0, "lstm": 768, "mamba": 1
 
 
 def test_state_numbers_of_the_lite_bijection_presets():
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
 
     got = {a: capacity.state_numbers(get_preset("bijection", a, "lite")) for a in LITE_BIJECTION_STATE}
     assert got == LITE_BIJECTION_STATE
@@ -50,7 +50,7 @@ def test_state_numbers_of_the_lite_bijection_presets():
 
 def test_every_architecture_counts_its_state_and_a_missing_count_fails_loudly(monkeypatch):
     from bwt_lite import models
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
 
     for arch, backbone in models.BACKBONES.items():
         assert callable(getattr(backbone, "state_numbers", None)), f"{arch}: add state_numbers(cfg, seq_len)"

@@ -14,7 +14,7 @@ from bwt_lite.store.cache import META, SHIPPED_DIR, WEIGHTS
 from bwt_lite.store.checkpoint import reseal_checkpoint
 from bwt_lite.store.files import SEAL, read_json, seal_sha256
 from bwt_lite.store.resume import load_train_state, save_train_state
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import RunOptions, fit
 
 

@@ -197,7 +197,7 @@ def test_fast_scorecard_covers_every_claim(fast_rows):
 def test_fast_scorecard_numbers_are_computed(fast_rows):
     from bwt_lite.checkpoints import load_or_train
     from bwt_lite.evaluate import evaluate
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
     from bwt_lite.tunnels import make_tunnel
 
     row = {r.id: r for r in fast_rows}
@@ -270,7 +270,7 @@ def test_seed_evidence_reads_the_cells_of_the_recipe_itself(monkeypatch, tmp_pat
     """A success claim names how many of seeds 0-4 of its recipe realise it; another recipe's rows (the same
     cell with the learned table alone) do not count, and fewer than 4 of 5 at any thread count fails."""
     from bwt_lite.claims import cells
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
 
     preset = get_preset("recall", "transformer")
     n = preset.train.steps * preset.train.batch_size

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bwt_lite.cli import main
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 
 BWT = [sys.executable, "-m", "bwt_lite.cli"]
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.runtime.options import RunOptions
 from bwt_lite.train import easy_tunnel, fit, init_model, make_optimizer, train_step
 from bwt_lite.train_config import TrainConfig
@@ -39,9 +39,9 @@ def test_fit_trains_the_first_steps_on_the_easier_tunnel():
 
 def test_the_curriculum_is_part_of_the_key_only_when_set():
     p = get_preset("hmm", "transformer", "lite", variant="slow")
-    assert "easy_steps" not in p.train.to_dict() and "easy_tunnel" not in p.train.to_dict()
+    assert "easy_steps" not in p.to_dict()["train"] and "easy_tunnel" not in p.to_dict()["train"]
     easy = replace(p, train=replace(p.train, easy_steps=2000, easy_tunnel={"sharpen": 3}))
-    d = easy.train.to_dict()
+    d = easy.to_dict()["train"]
     assert d["easy_steps"] == 2000 and d["easy_tunnel"] == {"sharpen": 3}
     assert TrainConfig.from_dict(d) == easy.train and easy.key() != p.key()
 

@@ -10,7 +10,7 @@ from bwt_lite.checkpoints import cache_dir, train_and_save
 from bwt_lite.store import cache
 from bwt_lite.store.resume import load_train_state
 from bwt_lite.runtime.device import amp_dtype, cpu_model, resolve_device
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import RunOptions, Throughput, fit, format_duration
 from conftest import fit_until_killed
 

@@ -9,7 +9,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from bwt_lite.fast_train import FastRun, check_against_eager, peak_tflops, train_flops_per_step, train_together
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import init_model, loss_fn
 
 

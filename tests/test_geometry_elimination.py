@@ -178,7 +178,7 @@ def test_progressive_elimination_on_uniform_attention():
 
 
 def test_entropy_by_layer_of_uniform_attention_is_the_uniform_entropy():
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
     from bwt_lite.train import init_model
     from bwt_lite.tunnels import make_tunnel
 

@@ -6,7 +6,7 @@ import torch
 
 from bwt_lite.geometry.probes import heldout_r2, probe_layers, r2_score, ridge_fit
 from bwt_lite.models import build_model
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.tunnels import make_tunnel
 
 

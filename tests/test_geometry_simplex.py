@@ -7,7 +7,7 @@ import torch
 from bwt_lite.geometry.manifold import Representation
 from bwt_lite.geometry.simplex import belief_simplex, silhouette, simplex_by_layer, simplex_of
 from bwt_lite.models import build_model
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.tunnels import make_tunnel
 
 

@@ -375,10 +375,10 @@ def test_slow_episodes_equal_enumeration(S, O, K, seed):
 
 
 def test_slow_variant_stays_and_its_default_preset():
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
 
     preset = get_preset("hmm", "transformer", "lite", variant="slow")
-    # the variant's recipe: ALiBi on the learned table (presets.VARIANT_MODEL) and the 2,000-step warm-up
+    # the variant's recipe: ALiBi on the learned table (recipes.VARIANT_MODEL) and the 2,000-step warm-up
     assert preset.name == "hmm-slow-transformer-lite-alibi-soft"
     assert (preset.model.alibi, preset.train.warmup_steps) == (True, 2_000)
     default = get_preset("hmm", "transformer", "lite")

@@ -13,7 +13,7 @@ from bwt_lite.checkpoints import checkpoint_dir, load_or_train, train_and_save
 from bwt_lite.store import hosted
 from bwt_lite.store.cache import MARKER
 from bwt_lite.store.hosted import REGISTRY, HostedDownloadError, fetch_checkpoint, hosted_checkpoint, registry_entry
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 
 
 def tiny():

@@ -10,7 +10,7 @@ from bwt_lite.cli import main
 from bwt_lite.evaluate import evaluate
 from bwt_lite.metrics import gaussian_entropy_bits
 from bwt_lite.models import ARCHS, build_model
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.train import RunOptions, fit, loss_fn
 from bwt_lite.tunnels import TUNNELS, make_tunnel
 from conftest import gen
@@ -138,7 +138,7 @@ def test_cli_length_beyond_the_position_table_is_a_clear_error(capsys):
 
 def test_lite_target_status_says_met_or_missed():
     from bwt_lite.evaluate import EvalResult
-    from bwt_lite.presets import LITE_TARGETS, lite_target_status
+    from bwt_lite.recipes import LITE_TARGETS, lite_target_status
 
     assert set(LITE_TARGETS) == set(TUNNELS)
 

@@ -4,7 +4,8 @@ import torch
 
 from bwt_lite.models import (ARCHS, ModelConfig, ablate_heads, build_model, bypass_layers, capture,
                              hook_names, run_with_cache)
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
+from bwt_lite.recipes.key_schema import key_fields
 from bwt_lite.tunnels import Bijection
 from conftest import gen
 
@@ -161,9 +162,9 @@ def test_rotary_scores_depend_on_the_offset_only():
 
 def test_rope_model_config_and_key():
     preset = get_preset("hmm", "transformer", "lite")
-    assert "rope" not in preset.model.to_dict()  # the default is left out: shipped keys are unchanged
+    assert "rope" not in preset.to_dict()["model"]  # the default is left out: shipped keys are unchanged
     cfg = ModelConfig(**{**SMALL, "rope": True})
-    assert cfg.to_dict()["rope"] is True and ModelConfig.from_dict(cfg.to_dict()) == cfg
+    assert key_fields(cfg)["rope"] is True and ModelConfig.from_dict(key_fields(cfg)) == cfg
     model = build_model(cfg)
     plain = build_model(ModelConfig(**SMALL))
     plain.load_state_dict(model.state_dict())  # no new weights: the same parameters, rotated scores

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bwt_lite.models import build_model
-from bwt_lite.presets import PAPER_DEPTH_TRAIN, get_preset
+from bwt_lite.recipes import PAPER_DEPTH_TRAIN, get_preset
 from bwt_lite.train import lr_at, make_optimizer
 
 
@@ -68,7 +68,7 @@ def test_paper_depth_is_refused_where_no_such_model_exists(tunnel, arch, scale):
 
 @pytest.mark.parametrize("variant", [None, "slow"])
 def test_every_lite_hmm_cell_sees_the_same_number_of_training_episodes(variant):
-    from bwt_lite.presets import HMM_EPISODES
+    from bwt_lite.recipes import HMM_EPISODES
 
     for arch in ("transformer", "mlp", "lstm", "mamba"):
         t = get_preset("hmm", arch, "lite", variant=variant).train
@@ -80,7 +80,7 @@ def test_no_lite_cell_sees_more_episodes_than_the_transformer(tunnel):
     """Bijection, recall and regression: the lite transformer's episodes are the budget. The MLP controls
     (which never realise a primitive) and the recall LSTM get all of it; the regression LSTM and Mamba
     the steps that fit in the transformer's training time; the others realise their primitive with less."""
-    from bwt_lite.presets import EQUAL_EPISODES, TIME_CAPPED_EPISODES
+    from bwt_lite.recipes import EQUAL_EPISODES, TIME_CAPPED_EPISODES
 
     budget = EQUAL_EPISODES[tunnel]
     t = get_preset(tunnel, "transformer", "lite").train

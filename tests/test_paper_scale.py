@@ -11,7 +11,7 @@ from bwt_lite.checkpoints import checkpoint_dir
 from bwt_lite.claims import (CLAIM_IDS, FAST, PAPER_SCALE_IDS, VERDICTS, format_paper_scale, load_paper_scale,
                              recorded_rows, to_dict, trained_text)
 from bwt_lite.claims.paper_scale import PaperScaleContext, measure
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.store.checkpoint import save_checkpoint
 from bwt_lite.train import RunOptions, fit
 

@@ -13,7 +13,8 @@ from bwt_lite.checkpoints import checkpoint_dir, load_checkpoint, load_or_train
 from bwt_lite.cli import eval_tunnel, main
 from bwt_lite.models import POSITIONS, ModelConfig, build_model, run_with_cache, sinusoidal_table
 from bwt_lite.models.positions import SINUSOIDAL_SCALE, SinusoidalPositions
-from bwt_lite.presets import get_preset, shipped_presets
+from bwt_lite.recipes import get_preset, shipped_presets
+from bwt_lite.recipes.key_schema import key_fields
 from bwt_lite.tunnels import Bijection
 from conftest import gen
 
@@ -130,7 +131,7 @@ def test_alibi_on_the_learned_table_keeps_the_table_and_adds_the_bias():
     assert torch.allclose(a[SCORES][0, 0, 9, :10] - b[SCORES][0, 0, 9, :10],
                           -0.25 * torch.arange(9, -1, -1, dtype=torch.float64), rtol=0, atol=1e-10)  # slope 2^-2 (H = 4)
     cfg = ModelConfig(**{**SMALL, "alibi": True})
-    assert cfg.to_dict()["alibi"] is True and "alibi" not in ModelConfig(**SMALL).to_dict()
+    assert key_fields(cfg)["alibi"] is True and "alibi" not in key_fields(ModelConfig(**SMALL))
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
     preset = get_preset("hmm", "transformer", variant="slow", alibi=True)
     assert preset.name == "hmm-slow-transformer-lite-alibi-soft" and preset.model.alibi
@@ -164,18 +165,19 @@ def test_none_sees_its_prefix_as_a_set():
 @pytest.mark.parametrize("positions", POSITIONS)
 def test_config_round_trip(positions):
     cfg = ModelConfig(**{**SMALL, "positions": positions})
-    d = cfg.to_dict()
-    assert ("positions" in d) is (positions != "learned")  # the default is left out
+    d = key_fields(cfg)
+    assert ("positions" in d) is (positions != "learned")  # the key leaves the default out
     assert ModelConfig.from_dict(d) == cfg and ModelConfig.from_dict(json.loads(json.dumps(d))) == cfg
+    assert ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg  # every field written
     assert cfg.rotary is (positions == "rotary")
 
 
 def test_the_default_leaves_every_shipped_key_and_name_unchanged():
     for preset in shipped_presets():  # the learned table, written as before positions existed
         if preset.model.positions == "learned":
-            assert "positions" not in preset.model.to_dict() and "-pos-" not in preset.name
+            assert "positions" not in preset.to_dict()["model"] and "-pos-" not in preset.name
         else:  # a scheme asked for on purpose (the recurrence's length control) is in its name and key
-            assert preset.model.to_dict()["positions"] in preset.name
+            assert preset.to_dict()["model"]["positions"] in preset.name
     # the lite HMM transformer's key, as before positions existed (its shipped checkpoint is keyed by it)
     assert get_preset("hmm", "transformer").key()[:16] == "88ad46dae15bb2b1"
     assert get_preset("hmm", "transformer", positions="learned") == get_preset("hmm", "transformer")

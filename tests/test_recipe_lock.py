@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.recipe_lock import LOCK_PATH, lock_text, recipe_lock
 
 

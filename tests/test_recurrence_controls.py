@@ -128,7 +128,7 @@ def test_bwt_episode_recurrence_shuffled_json(capsys):
 
 def test_a_preset_trained_on_another_length_is_named_for_it(capsys):
     from bwt_lite.cli import main
-    from bwt_lite.presets import get_preset
+    from bwt_lite.recipes import get_preset
 
     short = get_preset("recurrence", "transformer", "lite", length=8, positions="sinusoidal")
     assert short.name == "recurrence-L8-transformer-lite-pos-sinusoidal-soft" and short.tunnel["length"] == 8

@@ -9,7 +9,7 @@ from bwt_lite.baselines import baseline_names
 from bwt_lite.checkpoints import CheckpointError, load_checkpoint, train_and_save
 from bwt_lite.cli import main
 from bwt_lite.models import ARCHS
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.tunnels import make_tunnel
 
 KEYS = {"arch", "tunnel", "scale", "entropy_mae_bits", "kl_bits", "accuracy", "paper_value", "params"}

@@ -7,7 +7,7 @@ import torch
 
 from bwt_lite import checkpoints
 from bwt_lite.checkpoints import load_or_train, train_and_save
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.runtime import options
 from bwt_lite.runtime.options import RunOptions
 from bwt_lite.train import fit

@@ -9,7 +9,7 @@ from bwt_lite.cell_seeds import load_cell_seeds
 from bwt_lite.checkpoints import checkpoint_dir, find_checkpoint, load_checkpoint, load_or_train
 from bwt_lite.store.cache import SHIPPED_DIR
 from bwt_lite.evaluate import evaluate
-from bwt_lite.presets import get_preset, lite_target_status, meets_lite_target, shipped_presets
+from bwt_lite.recipes import get_preset, lite_target_status, meets_lite_target, shipped_presets
 from bwt_lite.reproduce import cell_preset, realises
 from bwt_lite.runtime.device import cpu_threads
 from bwt_lite.tunnels import make_tunnel
@@ -34,7 +34,7 @@ def test_no_stray_shipped_checkpoints():
 
 @pytest.mark.parametrize("tunnel", ["bijection", "hmm", "recall", "recurrence"])
 def test_shipped_lite_transformer_meets_its_target_on_held_out_episodes(tunnel):
-    """The shipped lite transformers meet the targets the chapters print (presets.LITE_TARGETS), on the same
+    """The shipped lite transformers meet the targets the chapters print (recipes.LITE_TARGETS), on the same
     2,048 held-out episodes as `bwt eval`; the KL stays small beside the entropy MAE. (The regression
     transformer ships its median seed, which misses the lite target: the next test.)"""
     preset = get_preset(tunnel, "transformer", "lite")
@@ -67,7 +67,7 @@ def test_seeded_recipes_ship_their_median_seed():
     shipped checkpoint and the recipe realises its primitive (4 of 5 seeds), the recipe's seed, and so the
     shipped checkpoint, is the median seed. (A recipe that fails the seed rule needs a new recipe, not
     another seed: chapter 6 says which.)"""
-    # median seed 1, ships seed 0: presets.py says why (the recurrence: every chapter-13 model shares the seed)
+    # median seed 1, ships seed 0: bwt_lite/recipes/tunnel_train.py says why (the recurrence: every chapter-13 model shares the seed)
     keeps_its_seed = {("bijection", "transformer"), ("recurrence", "transformer")}
     checked = 0
     for cell in load_cell_seeds()["cells"]:

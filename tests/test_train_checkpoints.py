@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bwt_lite.checkpoints import CheckpointError, checkpoint_dir, load_checkpoint, load_or_train, train_and_save
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 from bwt_lite.store.resume import load_train_state
 from bwt_lite.train import RunOptions, TrainConfig, fit, lr_at
 from conftest import fit_until_killed
@@ -33,8 +33,8 @@ def test_a_longer_schedule_stopped_early_is_the_same_run_cut_short():
     long, cut = tiny(steps=16), tiny(steps=8, decay_steps=16)
     assert [lr_at(s, cut.train) for s in range(8)] == [lr_at(s, long.train) for s in range(8)]
     assert lr_at(8, cut.train) > lr_at(8, tiny(steps=8).train)  # not the cosine of an 8-step run
-    assert "decay_steps" in cut.train.to_dict() and "decay_steps" not in long.train.to_dict()
-    assert TrainConfig.from_dict(cut.train.to_dict()) == cut.train
+    assert "decay_steps" in cut.to_dict()["train"] and "decay_steps" not in long.to_dict()["train"]
+    assert TrainConfig.from_dict(cut.to_dict()["train"]) == cut.train
 
     def rows(state):  # the history without its wall times
         return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in state.history if r["step"] <= 8]
@@ -48,8 +48,8 @@ def test_a_longer_schedule_stopped_early_is_the_same_run_cut_short():
 
 def test_a_run_ends_at_its_target_accuracy_and_says_so(tmp_path):
     full, stopping = tiny(), tiny(stop_accuracy=1e-9)  # any accuracy above 0 reaches this target
-    assert "stop_accuracy" in stopping.train.to_dict() and "stop_accuracy" not in full.train.to_dict()
-    assert TrainConfig.from_dict(stopping.train.to_dict()) == stopping.train and full.key() != stopping.key()
+    assert "stop_accuracy" in stopping.to_dict()["train"] and "stop_accuracy" not in full.to_dict()["train"]
+    assert TrainConfig.from_dict(stopping.to_dict()["train"]) == stopping.train and full.key() != stopping.key()
     _, meta = train_and_save(stopping, progress=False, root=tmp_path, log=lambda _: None)
     assert meta["train_steps"] == 4 and [r["step"] for r in meta["history"]] == [4]  # the first evaluation
     assert load_checkpoint(checkpoint_dir(stopping, tmp_path))[1]["train_steps"] == 4  # saved as finished
@@ -98,7 +98,7 @@ from pathlib import Path
 import torch
 torch.set_num_threads(1)
 from bwt_lite import checkpoints
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 
 go = Path(sys.argv[1]) if len(sys.argv) > 1 else None
 if go is not None:  # the first run: hold the lock until the test says go
@@ -223,7 +223,7 @@ import os, signal, sys
 import torch
 torch.set_num_threads(1)
 from bwt_lite.checkpoints import train_and_save
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 
 kill_at = sys.argv[1]  # a file name, or "" for no kill
 real_fsync = os.fsync
@@ -266,7 +266,7 @@ def test_weight_average_follows_the_unchanged_run():
     from bwt_lite.train import init_model, make_optimizer, train_step
     from bwt_lite.tunnels import make_tunnel
     p, plain = tiny(ema=0.8), tiny()
-    assert "ema" not in plain.train.to_dict() and plain.key() != p.key()  # off: left out of the key
+    assert "ema" not in plain.to_dict()["train"] and plain.key() != p.key()  # off: left out of the key
     avg, state = fit(p.tunnel, p.model, p.train, run=RunOptions(progress=False))
     raw, raw_state = fit(plain.tunnel, plain.model, plain.train, run=RunOptions(progress=False))
     # the raw weights train exactly as without the average; the returned model is the average

@@ -7,7 +7,7 @@ import torch
 from bwt_lite import reproduce
 from bwt_lite.orchestration import pool as train_pool
 from bwt_lite.checkpoints import checkpoint_dir, find_checkpoint, load_checkpoint, train_and_save
-from bwt_lite.presets import get_preset
+from bwt_lite.recipes import get_preset
 
 
 def tiny(tunnel, arch, scale="lite", **overrides):
@@ -67,15 +67,15 @@ def test_reproduce_with_jobs_trains_in_the_pool_then_evaluates(monkeypatch):
 
 
 def test_ship_with_jobs_trains_the_missing_ones_into_the_shipped_folder(monkeypatch, tmp_path, capsys):
-    from bwt_lite import presets
+    from bwt_lite import recipes
     from bwt_lite.cli import main, runs
 
     monkeypatch.setattr(runs, "SHIPPED_DIR", tmp_path / "shipped")
-    monkeypatch.setattr(presets, "shipped_presets", lambda: [tiny("bijection", "mlp"), tiny("hmm", "lstm")])
+    monkeypatch.setattr(recipes, "shipped_presets", lambda: [tiny("bijection", "mlp"), tiny("hmm", "lstm")])
     assert main(["ship", "--jobs", "2", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert out.count(": trained in ") == 2 and "bijection-mlp-lite:" in out and "hmm-lstm-lite-soft:" in out
-    for p in presets.shipped_presets():
+    for p in recipes.shipped_presets():
         load_checkpoint(checkpoint_dir(p, tmp_path / "shipped"), p)  # complete and verified
     assert main(["ship", "--jobs", "2", "--no-progress"]) == 0
     assert capsys.readouterr().out.count(": shipped (") == 2  # nothing left to train

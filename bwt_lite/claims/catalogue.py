@@ -12,7 +12,7 @@ from typing import Any
 
 from ..dynamics.two_timescale import EMConfig
 from ..paper import paper_figure, paper_value
-from ..presets import TUNNEL_ARGS
+from ..recipes import TUNNEL_ARGS
 from .rules import LENGTHS, VERDICTS, jsonable
 
 

@@ -14,7 +14,7 @@ from ..checkpoints import find_checkpoint
 from ..evaluate import evaluate
 from ..models import build_model
 from ..paper import paper_figure, paper_value
-from ..presets import get_preset
+from ..recipes import get_preset
 from ..reproduce import (MARGINS, MAX_WINDOW, PRIMITIVES, compare_with_baselines, equivalent_window_of,
                          passes_threshold, realises, threshold_text)
 from ..tunnels import make_tunnel

@@ -9,7 +9,7 @@ import torch
 from ..baselines import evaluate_baselines
 from ..checkpoints import find_checkpoint, load_or_train
 from ..evaluate import EvalResult, evaluate
-from ..presets import Preset, get_preset
+from ..recipes import Preset, get_preset
 from ..reproduce import MAX_WINDOW, cell_preset
 from ..tunnels import Tunnel, make_tunnel
 from .catalogue import CLAIMS, Budget, Claim

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from ..paths import data_file
-from ..presets import Preset
+from ..recipes import Preset
 from ..store.checkpoint import load_checkpoint
 from ..store.files import read_json
 from ..verdicts import MAX_WINDOW, PRIMITIVES, compare_with_baselines, equivalent_window_of, look_back_text, realises
@@ -131,7 +131,7 @@ def measure(directory: Path | str, device: str | torch.device = "cpu", budget: B
 @functools.lru_cache(maxsize=4)
 def _window_probes(episodes: int) -> tuple[tuple[str, float], ...]:
     from ..geometry.probes import probe_window_beliefs
-    from ..presets import get_preset
+    from ..recipes import get_preset
     from ..tunnels import make_tunnel
 
     tunnel = make_tunnel(**get_preset("hmm", "transformer", "paper").tunnel)

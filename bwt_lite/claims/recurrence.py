@@ -21,7 +21,7 @@ from ..boundary import full_length, horizon_scores
 from ..checkpoints import load_or_train
 from ..evaluate import evaluate
 from ..paper import paper_figure
-from ..presets import get_preset
+from ..recipes import get_preset
 from ..tunnels import card, make_tunnel
 from ..verdicts import compare_with_baselines, realises
 from .catalogue import Claim

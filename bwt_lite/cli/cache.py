@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..models import ARCHS
-from ..presets import SCALES
+from ..recipes import SCALES
 from ..store.cache import MARKER, META, RESUME, CacheError, cache_dir, clear_cache, is_cache_root, prepare_root
 from ..store.checkpoint import load_checkpoint
 from ..store.files import CheckpointError

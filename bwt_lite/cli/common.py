@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..models.config import ATTENTION_ONLY_POSITIONS
-from ..presets import PAPER_DEPTH_SIZES, Preset, get_preset
+from ..recipes import PAPER_DEPTH_SIZES, Preset, get_preset
 from ..orchestration import bench
 from ..runtime.device import device_name
 from ..runtime.options import RunOptions

@@ -9,7 +9,7 @@ from typing import Callable
 
 import torch
 
-from .. import presets
+from .. import recipes
 from ..runtime.device import resolve_device
 from ..tunnels import TUNNELS
 
@@ -96,7 +96,7 @@ def device_arg(text: str) -> torch.device:
 
 def shipped_preset_name(text: str) -> str:
     """A converter to the name of a preset shipped with the package (``bwt ship --only``)."""
-    names = [p.name for p in presets.shipped_presets()]
+    names = [p.name for p in recipes.shipped_presets()]
     if text not in names:
         raise argparse.ArgumentTypeError(f"unknown shipped preset {text!r}; known: {', '.join(names)}")
     return text

@@ -6,7 +6,7 @@ import argparse
 import torch
 
 from ..models import ARCHS, POSITIONS
-from ..presets import DEPTHS, SCALES
+from ..recipes import DEPTHS, SCALES
 from ..runtime.device import AMP_MODES
 from ..train import TARGET_MODES
 from ..tunnels import TUNNELS

@@ -8,13 +8,13 @@ import time
 
 import torch
 
-from .. import presets
+from .. import recipes
 from .. import reproduce as cells
 from ..checkpoints import train_and_save
 from ..claims import report
 from ..dynamics import two_timescale
 from ..models import ARCHS
-from ..presets import get_preset
+from ..recipes import get_preset
 from ..orchestration import bench, pool
 from ..store.cache import SHIPPED_DIR, checkpoint_dir
 from ..store.checkpoint import find_checkpoint
@@ -29,7 +29,7 @@ def cmd_ship(args: argparse.Namespace) -> int:
     """Train the shipped lite checkpoints that are missing into the package's data folder."""
     check_jobs_on_cpu(args)
     todo = []
-    for preset in presets.shipped_presets():
+    for preset in recipes.shipped_presets():
         if args.only and preset.name not in args.only:
             continue
         target = checkpoint_dir(preset, SHIPPED_DIR)

@@ -13,7 +13,7 @@ from ..evaluate import evaluate
 from ..metrics import entropy_bits, gaussian_entropy_bits
 from ..models import build_model
 from ..paper import paper_value
-from ..presets import Preset
+from ..recipes import Preset
 from ..store.cache import checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..tunnels import TUNNELS, make_tunnel

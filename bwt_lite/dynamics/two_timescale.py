@@ -35,7 +35,7 @@ from ..evaluate import EVAL_SEED_BASE
 from ..metrics import LN2, entropy_bits
 from ..models import build_model, run_with_cache
 from ..paper import Published, paper_figure
-from ..presets import Preset, get_preset
+from ..recipes import Preset, get_preset
 from ..runtime.options import RunOptions
 from ..stats import first_step_at_or_below, mean_ci
 from ..train import fit, init_model

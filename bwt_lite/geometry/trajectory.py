@@ -33,7 +33,7 @@ from torch import Tensor
 from ..paths import TRAJECTORY_DIR
 from ..evaluate import evaluate
 from ..models import WindTunnelModel, build_model
-from ..presets import FORMAT_VERSION, Preset, get_preset
+from ..recipes import FORMAT_VERSION, Preset, get_preset
 from ..runtime.options import RunOptions
 from ..store.files import CheckpointError, atomic_write, read_json, read_verified, sha256_bytes
 from ..train import fit, init_model

@@ -71,13 +71,9 @@ class ModelConfig:
         return len(self.answer_tokens) if self.answer_tokens is not None else self.n_outputs
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field, as JSON writes it (a preset's key leaves out the fields added later while at their
+        defaults: ``bwt_lite.recipes.key_schema``)."""
         d = asdict(self)
-        # added later: left out at their defaults, so older presets and checkpoints keep their keys
-        for flag in ("rope", "alibi"):
-            if not d[flag]:
-                del d[flag]
-        if d["positions"] == "learned":
-            del d["positions"]
         if d["answer_tokens"] is not None:
             d["answer_tokens"] = list(d["answer_tokens"])
         return d

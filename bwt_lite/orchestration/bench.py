@@ -40,7 +40,7 @@ from ..arguments import check_choice, check_int
 from ..models import ARCHS
 from ..models.mamba import D_STATE, EXPAND
 from ..models.scan import selective_scan
-from ..presets import SCALES, TUNNEL_ARGS, Preset, get_preset
+from ..recipes import SCALES, TUNNEL_ARGS, Preset, get_preset
 from ..train import fit, format_duration
 from ..tunnels import Tunnel, make_tunnel
 from ..runtime.device import amp_dtype, device_name, precision_name, resolve_device

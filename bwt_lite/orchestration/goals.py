@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 
 from ..fast_train import eager_and_fast
-from ..presets import get_preset
+from ..recipes import get_preset
 from ..tunnels import make_tunnel
 from .reference_samplers import bijection_plain, hmm_per_instance
 from .timing import num_threads, steps_per_second

@@ -23,7 +23,7 @@ import torch
 
 from ..arguments import check_int
 from ..checkpoints import train_and_save
-from ..presets import Preset
+from ..recipes import Preset
 from ..store.cache import META, SHIPPED_DIR, checkpoint_dir
 from ..train import format_duration
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..presets import Preset
+from ..recipes import Preset
 from ..train import init_model, make_optimizer, train_step
 from ..tunnels import make_tunnel
 from ..runtime.device import amp_dtype, compiled, grad_scaler, resolve_device, synchronize

@@ -33,7 +33,7 @@ from ..version import __version__
 from .files import atomic_write
 
 if TYPE_CHECKING:
-    from ..presets import Preset
+    from ..recipes.preset import Preset
 
 WEIGHTS, META, RESUME = "model.safetensors", "checkpoint.json", "resume"
 LOCK = ".train.lock"  # inside a checkpoint folder: held while a run trains into it

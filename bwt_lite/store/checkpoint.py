@@ -25,7 +25,8 @@ import torch
 from safetensors.torch import save as st_save
 
 from ..models import WindTunnelModel, build_model
-from ..presets import FORMAT_VERSION, Preset
+from ..recipes.key_schema import FORMAT_VERSION
+from ..recipes.preset import Preset
 from ..runtime.device import resolve_device
 from ..train_config import TrainState
 from ..version import __version__

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..presets import Preset
+from ..recipes.preset import Preset
 from .cache import META, WEIGHTS, cache_dir, checkpoint_dir, prepare_root
 from .checkpoint import load_checkpoint
 from .files import CheckpointError, sha256_bytes

@@ -17,7 +17,7 @@ import torch
 from safetensors.torch import save as st_save
 
 from ..models import build_model
-from ..presets import Preset
+from ..recipes.preset import Preset
 from ..train_config import TrainState
 from .cache import RESUME, RESUME_NAME
 from .files import (SEAL, CheckpointError, atomic_write, check_fields, check_seal, read_json, read_verified,
