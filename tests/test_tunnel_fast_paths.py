@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from bwt_lite.tunnels import HMM, Bijection, Recall
 from bwt_lite.tunnels import recall as recall_module
-from bwt_lite.tunnels.hmm import _forward_log, forward_filter, round_to_hundredths
+from bwt_lite.tunnels.hmm import forward_filter, round_to_hundredths
+from bwt_lite.tunnels.hmm_filter import _forward_log
 from conftest import gen
 
 
