@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, required=True, help="checkpoint cache of these runs (one per thread count)")
     p.add_argument("--append", action="store_true", help="add these cells to those already in --out")
     p.add_argument("--change", default=None, help="a candidate recipe: training fields changed, e.g. lr=2e-3,ema=0")
+    p.add_argument("--alibi", action="store_true",
+                   help="a candidate recipe: ALiBi's recency bias on the learned position table (transformer)")
     args = p.parse_args(argv)
     change = parse_change(args.change)
     os.environ["BWT_CACHE_DIR"] = str(args.cache)  # where find_checkpoint looks first
@@ -86,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         tunnel, _, arch = spec.partition(":")
         base = cell_preset(tunnel, arch, "lite")
         base = replace(base, train=replace(base.train, **smoke(change, args.steps)))
+        if args.alibi:
+            base = replace(base, model=replace(base.model, alibi=True))  # the name gets "-alibi"
         windows = MAX_WINDOW.get(tunnel, HMM_MAX_WINDOW)
         bases = {name: {k: r.to_dict()[k] for k in ("entropy_mae_bits", "kl_bits", "accuracy")} for name, r in
                  evaluate_baselines(make_tunnel(**base.tunnel), episodes=args.episodes, max_window=windows).items()}

@@ -170,6 +170,12 @@ def test_smoke_run(name, experiments, tmp_path):
         n = torch.get_num_threads()
         assert grid[0][:2] == [f"bijection mlp ({n} thread{'s' if n != 1 else ''})", 2 * 64] and grid[0][3] == "-"
         assert grid[0][-1] == "0 of 1" and len(grid[0]) == 8
+        with_bias = ["--steps", "2", "--episodes", "16", "--seeds", "0", "--cells", "hmm:transformer", "--alibi",
+                     "--change", "easy_steps=1,easy_tunnel=sharpen:3", "--cache", str(tmp_path / "cache"),
+                     "--out", str(tmp_path / "alibi.json")]
+        assert experiments(name).main(with_bias) == 0  # a candidate recipe with the bias and a curriculum
+        (cell,) = json.loads((tmp_path / "alibi.json").read_text())["cells"]
+        assert cell["name"] == "hmm-transformer-lite-alibi-soft" and cell["change"].startswith("easy_steps=1")
 
 
 def test_paper_scale_packs_the_median_seed_in_parts(experiments, tmp_path):
