@@ -94,11 +94,15 @@ TUNNEL_TRAIN: dict[tuple[str, str, str], TrainConfig] = {
 # architecture on HMM_EPISODES at its own lite learning rate (the Mamba's too). The Mamba's and the
 # transformer's 2e-3 warm up over 2,000 steps instead of 200 (after the short warm-up most seeds stay on the
 # uniform belief for the whole run), and each recipe's seed is the median of seeds 0-4 (chapter 6, sections
-# 6.4 and 6.6; the transformer's is 0).
+# 6.4 and 6.6).
 VARIANT_TRAIN: dict[tuple[str, str, str, str], TrainConfig] = {
-    # the slow-HMM transformer's lite recipe: the default HMM transformer's, with the 2,000-step warm-up
+    # the slow-HMM transformer's lite recipe: the default HMM transformer's, with the 2,000-step warm-up and a
+    # curriculum: its first 2,000 steps on more peaked rows (sharpen=3), so that the first-layer head which
+    # settles mid-warm-up settles on the emission entries; 4 of 5 seeds then leave the uniform belief (3 of 5
+    # without it; lab notes, "Why the slow-HMM transformer's runs stall"). Seed 3 is the median of seeds 0-4.
     ("hmm", "slow", "transformer", "lite"): replace(
-        equal_budget(TUNNEL_TRAIN[("hmm", "transformer", "lite")], HMM_EPISODES), warmup_steps=2_000),
+        equal_budget(TUNNEL_TRAIN[("hmm", "transformer", "lite")], HMM_EPISODES), warmup_steps=2_000,
+        easy_steps=2_000, easy_tunnel=(("sharpen", 3.0),), seed=3),
     ("hmm", "slow", "mlp", "lite"): equal_budget(replace(MLP_LITE, target="soft"), HMM_EPISODES),
     ("hmm", "slow", "lstm", "lite"): equal_budget(replace(LSTM_LITE, target="soft"), HMM_EPISODES),
     ("hmm", "slow", "mamba", "lite"): replace(equal_budget(replace(MAMBA_LITE, target="soft"), HMM_EPISODES),
