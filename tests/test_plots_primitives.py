@@ -78,9 +78,23 @@ def test_an_architecture_without_a_colour_or_style_is_a_clear_error():
     from bwt_lite.plotting.style import arch_color, arch_style
 
     assert all(capacity_color(a) for a in SWEEP_ARCHS)
-    for lookup, table in ((arch_color, "ARCH_COLORS"), (arch_style, "ARCH_STYLES"), (capacity_color, "CAPACITY_COLORS")):
-        with pytest.raises(ValueError, match=f"'gru' has no entry in {table}"):
+    for lookup in (arch_color, arch_style):
+        with pytest.raises(ValueError, match="'gru' is not one of bwt_lite.models.BACKBONES"):
             lookup("gru")
+    with pytest.raises(ValueError, match="'gru' has no entry in CAPACITY_COLORS"):
+        capacity_color("gru")
     rows = [dict(ROWS[0], arch="gru")]
-    with pytest.raises(ValueError, match="'gru' has no entry in ARCH_STYLES"):
+    with pytest.raises(ValueError, match="'gru' is not one of"):
         plots.plot_primitives_entropy(rows)
+
+
+def test_a_backbone_that_does_not_say_how_it_is_drawn_is_a_clear_error(monkeypatch):
+    from torch import nn
+
+    from bwt_lite.models import BACKBONES
+    from bwt_lite.plotting.style import arch_color, arch_style
+
+    monkeypatch.setitem(BACKBONES, "gru", type("GRU", (nn.Module,), {}))
+    for lookup, attr in ((arch_color, "plot_color"), (arch_style, "plot_style")):
+        with pytest.raises(ValueError, match=f"backbone GRU has no {attr}"):
+            lookup("gru")

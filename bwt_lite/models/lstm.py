@@ -32,6 +32,8 @@ class LSTMBlock(nn.Module):
 class LSTM(BlockStack):
     """(B, T, d) -> (B, T, d): stacked causal LSTM layers."""
 
+    plot_color, plot_style = "C2", {"marker": "^", "linestyle": "-"}  # how every figure draws it
+
     @staticmethod
     def state_numbers(cfg: ModelConfig, seq_len: int) -> int:
         """Numbers carried from token to token: each layer's hidden and cell states, fixed in size."""

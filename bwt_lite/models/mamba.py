@@ -155,6 +155,9 @@ class Mamba(BlockStack):
     """(B, T, d) -> (B, T, d): a stack of pre-norm residual Mamba blocks."""
 
     residual_projections = ("mixer.out_proj",)  # scaled at init, as in GPT-2 and Mamba
+    # how every figure draws it: dotted, hollow markers, so it stays visible where it meets the transformer
+    plot_color = "C3"
+    plot_style = {"marker": "D", "linestyle": ":", "markerfacecolor": "none", "markersize": 5, "zorder": 3}
 
     @staticmethod
     def state_numbers(cfg: ModelConfig, seq_len: int) -> int:

@@ -31,6 +31,9 @@ class MLPControl(BlockStack):
     """(B, T, d) -> (B, T, d), position by position."""
 
     residual_projections = ("fc2",)
+    # how every figure draws it: dashed, hollow markers on top, so its plateau stays visible over the LSTM's
+    plot_color = "C7"
+    plot_style = {"marker": "s", "linestyle": "--", "markerfacecolor": "none", "markersize": 6, "zorder": 4}
 
     @staticmethod
     def state_numbers(cfg: ModelConfig, seq_len: int) -> int:

@@ -201,6 +201,7 @@ class Transformer(nn.Module):
     """(B, T, d) -> (B, T, d): a stack of causal pre-norm attention blocks."""
 
     residual_projections = ("attn.o", "mlp.proj")  # scaled at init, as in GPT-2
+    plot_color, plot_style = "C0", {"marker": "o", "linestyle": "-"}  # how every figure draws it
     takes_positions = True  # forward(x, positions) returns only those rows (see WindTunnelModel.forward)
 
     @staticmethod

@@ -17,25 +17,21 @@ from IPython.display import display
 from matplotlib.figure import Figure
 
 from ..display import MAX_WIDTH_IN
+from ..models import BACKBONES
 
 # Colours used across the chapters.
 BAYES_COLOR = "#1f77b4"  # the exact posterior
 FORMULA_COLOR = "#d62728"  # a closed-form reference
 ELIMINATED_COLOR = "#7f7f7f"  # hypotheses ruled out by the evidence
 MARGINAL_COLOR = "#ff7f0e"  # what a model that cannot look back can do
-# One colour per architecture in every figure that compares them, read through arch_color: an architecture
-# missing here is an error, not a silent default (tests/test_plots_primitives.py checks every one of
-# bwt_lite.models.ARCHS has one).
-ARCH_COLORS = {"transformer": "C0", "mlp": "C7", "lstm": "C2", "mamba": "C3"}
-# Line styles per architecture, so curves that coincide (the MLP's and the LSTM's context-blind
-# plateaus, a transformer and a Mamba both at accuracy 1) stay distinguishable: a dashed line with
-# hollow markers over a solid one with filled markers, and a shape per architecture.
-ARCH_STYLES: dict[str, dict[str, Any]] = {
-    "transformer": {"marker": "o", "linestyle": "-"},
-    "mlp": {"marker": "s", "linestyle": "--", "markerfacecolor": "none", "markersize": 6, "zorder": 4},
-    "lstm": {"marker": "^", "linestyle": "-"},
-    "mamba": {"marker": "D", "linestyle": ":", "markerfacecolor": "none", "markersize": 5, "zorder": 3},
-}
+# One colour and one marker and line style per architecture in every figure that compares them: each
+# backbone class says how it is drawn (its ``plot_color`` and ``plot_style``, beside its code in
+# bwt_lite/models/), so that curves that coincide (the MLP's and the LSTM's context-blind plateaus, a
+# transformer and a Mamba both at accuracy 1) stay distinguishable. A backbone without them is an error
+# in a figure, not a silent default.
+ARCH_COLORS: dict[str, str] = {arch: b.plot_color for arch, b in BACKBONES.items() if hasattr(b, "plot_color")}
+ARCH_STYLES: dict[str, dict[str, Any]] = {arch: b.plot_style for arch, b in BACKBONES.items()
+                                          if hasattr(b, "plot_style")}
 
 T = TypeVar("T")
 
@@ -48,14 +44,23 @@ def arch_entry(table: dict[str, T], arch: str, name: str) -> T:
     return table[arch]
 
 
+def _drawn(arch: str, attr: str) -> Any:
+    if arch not in BACKBONES:
+        raise ValueError(f"architecture {arch!r} is not one of bwt_lite.models.BACKBONES ({', '.join(BACKBONES)})")
+    if not hasattr(BACKBONES[arch], attr):
+        raise ValueError(f"architecture {arch!r}: its backbone {BACKBONES[arch].__name__} has no {attr}; add one "
+                         f"beside it in bwt_lite/models/ (how every figure draws it)")
+    return getattr(BACKBONES[arch], attr)
+
+
 def arch_color(arch: str) -> str:
-    """The colour of ``arch`` in every figure that compares architectures (:data:`ARCH_COLORS`)."""
-    return arch_entry(ARCH_COLORS, arch, "ARCH_COLORS (bwt_lite/plotting/style.py)")
+    """The colour of ``arch`` in every figure that compares architectures (its backbone's ``plot_color``)."""
+    return _drawn(arch, "plot_color")
 
 
 def arch_style(arch: str) -> dict[str, Any]:
-    """The marker and line style of ``arch`` (:data:`ARCH_STYLES`)."""
-    return arch_entry(ARCH_STYLES, arch, "ARCH_STYLES (bwt_lite/plotting/style.py)")
+    """The marker and line style of ``arch`` (its backbone's ``plot_style``)."""
+    return _drawn(arch, "plot_style")
 
 
 def as_numpy(x: Any) -> np.ndarray:
