@@ -90,7 +90,7 @@ def capacity_table(scales: Iterable[str] = SCALES, tunnels: Iterable[str] = PRIM
                 p = cell_preset(tunnel, arch, scale)
                 n = _count(p)
                 if (arch, scale) not in HOW_MATCHED:
-                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/recipes/model_recipes.py) for {arch} at scale {scale}")
+                    raise ValueError(f"no HOW_MATCHED line (bwt_lite/recipes/architectures.py) for {arch} at scale {scale}")
                 matched = HOW_MATCHED[(arch, scale)]
                 if scale == "paper" and arch != "transformer" and (ref.d_model, ref.n_layers) != (shared.d_model,
                                                                                                   shared.n_layers):

@@ -2,7 +2,7 @@
 tunnel at both scales, against the transformer it is compared with.
 
 Backs chapter 6's claim that the architectures are compared at matched capacity (lite: within 10 % of
-the tunnel's lite transformer; paper: the sizes in ``bwt_lite/recipes/model_recipes.py``). Counts are exact (models
+the tunnel's lite transformer; paper: the sizes in ``bwt_lite/recipes/architectures.py``). Counts are exact (models
 built on the meta device): a few seconds, no training. The same table as ``bwt reproduce --capacity``.
 
     python experiments/parameter_counts.py [--out experiments/results/parameter_counts.json]

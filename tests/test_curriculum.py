@@ -38,12 +38,24 @@ def test_fit_trains_the_first_steps_on_the_easier_tunnel():
 
 
 def test_the_curriculum_is_part_of_the_key_only_when_set():
-    p = get_preset("hmm", "transformer", "lite", variant="slow")
+    p = get_preset("hmm", "transformer", "lite")  # the default HMM's recipe has no curriculum
     assert "easy_steps" not in p.to_dict()["train"] and "easy_tunnel" not in p.to_dict()["train"]
     easy = replace(p, train=replace(p.train, easy_steps=2000, easy_tunnel={"sharpen": 3}))
     d = easy.to_dict()["train"]
     assert d["easy_steps"] == 2000 and d["easy_tunnel"] == {"sharpen": 3}
     assert TrainConfig.from_dict(d) == easy.train and easy.key() != p.key()
+    slow = get_preset("hmm", "transformer", "lite", variant="slow")  # the slow HMM's recipe has one
+    assert slow.train.easy_steps == 2000 and dict(slow.train.easy_tunnel) == {"sharpen": 3.0}
+
+
+def test_every_architecture_trains_on_the_hmms_soft_targets():
+    from bwt_lite.models import ARCHS
+
+    for arch in ARCHS:
+        for scale in ("lite", "paper"):
+            assert get_preset("hmm", arch, scale).train.target == "soft"
+    assert get_preset("hmm", "mlp", "lite", target="sampled").train.target == "sampled"  # an override still wins
+    assert get_preset("bijection", "transformer", "lite").train.target == "sampled"
 
 
 @pytest.mark.parametrize("fields", [{"easy_steps": 10}, {"easy_tunnel": (("sharpen", 2.0),)}, {"easy_steps": -1}])

@@ -1,36 +1,10 @@
-"""Model recipes: each architecture's size at each scale, a tunnel's or variant's own sizes and options, and
-the lite models at the paper's depth. Keys are ``(arch, scale)``, ``(tunnel, arch, scale)`` or
+"""Model recipes: a tunnel's or variant's own sizes and options over each architecture's
+(:mod:`bwt_lite.recipes.architectures`), and the lite models at the paper's depth. Keys are ``(arch, scale)``, ``(tunnel, arch, scale)`` or
 ``(tunnel, variant, arch, scale)``; :func:`bwt_lite.recipes.get_preset` takes the most specific row."""
 from __future__ import annotations
 
 from typing import Any
 
-# Backbone sizes. Paper: Paper I's production transformer (2,677,440 parameters on the bijection) and an MLP
-# control of matched size (9 blocks). Lite: 2 layers of d = 128; the MLP has 1.5x the blocks (2/3 the weights each).
-ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
-    ("transformer", "paper"): {"d_model": 192, "n_layers": 6, "n_heads": 6},
-    ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
-    ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
-    ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
-    # LSTM: Paper I's 6 layers of 192 (its "about 1.8M", not matched); lite: 3 of 128, matched (+0.3 %).
-    ("lstm", "paper"): {"d_model": 192, "n_layers": 6},
-    ("lstm", "lite"): {"d_model": 128, "n_layers": 3},
-    # Mamba: the transformer's width with the block count nearest its parameters (11 blocks, +4.0 %); lite:
-    # 2 wide blocks (-0.3 %), since few blocks keep the (batch, T, 2d, 16) state, Mamba's CPU cost, smallest.
-    ("mamba", "paper"): {"d_model": 192, "n_layers": 11},
-    ("mamba", "lite"): {"d_model": 168, "n_layers": 2},
-}
-# How each architecture's size was chosen, in words (the capacity table prints it beside the sizes above).
-HOW_MATCHED: dict[tuple[str, str], str] = {
-    ("transformer", "paper"): "reference: Paper I's production model (HMM: the paper's 9 layers, 8 heads, d=256)",
-    ("transformer", "lite"): "reference: this tunnel's lite transformer",
-    ("mlp", "paper"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
-    ("mlp", "lite"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
-    ("lstm", "paper"): "not matched: the paper's 6 layers of width 192 ('about 1.8M')",
-    ("lstm", "lite"): "width and depth within 10 % of the tunnel's lite transformer",
-    ("mamba", "paper"): "transformer's width; 11 blocks, the count nearest its 2,677,440",
-    ("mamba", "lite"): "2 wide blocks within 10 % of the tunnel's lite transformer",
-}
 # Per-tunnel sizes where a tunnel's model differs from the defaults above.
 TUNNEL_ARCH_SIZES: dict[tuple[str, str, str], dict[str, int]] = {
     ("hmm", "transformer", "paper"): {"d_model": 256, "n_layers": 9, "n_heads": 8},  # the paper's text
@@ -77,5 +51,5 @@ PAPER_DEPTH_SIZES: dict[tuple[str, str], dict[str, int]] = {
     ("hmm", "transformer"): {"d_model": 64, "n_layers": 9, "n_heads": 2},
 }
 
-__all__ = ["ARCH_SIZES", "DEPTHS", "HOW_MATCHED", "PAPER_DEPTH_SIZES", "TUNNEL_ARCH_SIZES", "TUNNEL_MODEL",
+__all__ = ["DEPTHS", "PAPER_DEPTH_SIZES", "TUNNEL_ARCH_SIZES", "TUNNEL_MODEL",
            "VARIANT_MODEL"]

@@ -14,9 +14,9 @@ from ..arguments import check_choice
 from ..models import ARCHS, POSITIONS
 from ..models.config import ModelConfig
 from ..tunnels import TUNNELS, make_tunnel
-from .model_recipes import ARCH_SIZES, DEPTHS, PAPER_DEPTH_SIZES, TUNNEL_ARCH_SIZES, TUNNEL_MODEL, VARIANT_MODEL
+from .model_recipes import DEPTHS, PAPER_DEPTH_SIZES, TUNNEL_ARCH_SIZES, TUNNEL_MODEL, VARIANT_MODEL
 from .preset import SCALES, Preset
-from .train_recipes import PAPER_DEPTH_TRAIN, TRAIN
+from .architectures import ARCH_SIZES, PAPER_DEPTH_TRAIN, TRAIN
 from .tunnel_args import EVAL_LENGTH, TUNNEL_ARGS, VARIANT_ARGS
 from .tunnel_train import TUNNEL_TRAIN, VARIANT_TRAIN
 
@@ -71,6 +71,8 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     train = VARIANT_TRAIN.get((tunnel, targs.get("variant", ""), arch, scale), train)
     if depth == "paper":
         train = replace(train, **PAPER_DEPTH_TRAIN.get((tunnel, arch), {}))
+    if TUNNELS[tunnel].train_target != "sampled":  # e.g. the HMM: soft targets for every architecture
+        train = replace(train, target=TUNNELS[tunnel].train_target)
     if train_overrides:
         train = replace(train, **train_overrides)
     return Preset(scale=scale, tunnel=t.config(), model=model, train=train)

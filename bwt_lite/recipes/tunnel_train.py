@@ -1,6 +1,6 @@
 """Each tunnel's and each variant's own training recipes, where they differ from :data:`TRAIN`'s.
 
-Every row is a base recipe of :mod:`bwt_lite.recipes.train_recipes` with its changes written out; the
+Every row is a base recipe of :mod:`bwt_lite.recipes.architectures` with its changes written out; the
 episode budgets the controls share are named here, beside the rows that use them.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..train_config import TrainConfig
-from .train_recipes import LSTM_LITE, MAMBA_LITE, MLP_LITE, PAPER_TRAIN, equal_budget
+from .architectures import LSTM_LITE, MAMBA_LITE, MLP_LITE, PAPER_TRAIN, equal_budget
 
 # Bijection, recall and regression: a cell that does not realise its primitive with its own lite recipe
 # trains on the lite transformer's episodes (10,000 x 64, 6,000 x 64 and 12,000 x 128), with 20 held-out

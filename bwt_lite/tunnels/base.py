@@ -137,6 +137,9 @@ class Tunnel:
     length_arg: ClassVar[str | None] = None  # constructor argument that sets the episode length (eval --length)
     accuracy_on: ClassVar[str] = "all"  # "all" positions, or "certain": where Bayes is a point mass (recall)
     cards: ClassVar[dict[str, Card]] = {}  # the primitives table's cells of this tunnel, by cell name
+    # what every architecture trains on here unless its recipe says otherwise: "sampled" answers, or "soft"
+    # targets (the exact posterior), the HMM's choice for every architecture, as the authors' HMM recipe did
+    train_target: ClassVar[str] = "sampled"
     # Its exact baselines (bwt_lite.baselines), weakest first: named ones (baseline name -> the name of
     # its function in bwt_lite.baselines), then, where ``window_baseline`` names a function, the ladder
     # window-w for w = ``window_range[0]`` .. min(the caller's top, ``window_range[1]``, if set).

@@ -1,5 +1,7 @@
-"""Training recipes per architecture and scale (:data:`TRAIN`), the helper that spreads a budget of episodes
-over a recipe's batches (:func:`equal_budget`), and the training of the lite models at the paper's depth.
+"""What each architecture is at each scale: its size (:data:`ARCH_SIZES`, and :data:`HOW_MATCHED`, how that
+size was chosen) and its training recipe (:data:`TRAIN`); the helper that spreads a budget of episodes over a
+recipe's batches (:func:`equal_budget`), and the training of the lite models at the paper's depth. A new
+architecture adds its rows here.
 
 A tunnel's and a variant's own recipes, built on these, are in :mod:`bwt_lite.recipes.tunnel_train`.
 """
@@ -9,6 +11,33 @@ from dataclasses import replace
 from typing import Any
 
 from ..train_config import TrainConfig
+
+# Backbone sizes. Paper: Paper I's production transformer (2,677,440 parameters on the bijection) and an MLP
+# control of matched size (9 blocks). Lite: 2 layers of d = 128; the MLP has 1.5x the blocks (2/3 the weights each).
+ARCH_SIZES: dict[tuple[str, str], dict[str, int]] = {
+    ("transformer", "paper"): {"d_model": 192, "n_layers": 6, "n_heads": 6},
+    ("mlp", "paper"): {"d_model": 192, "n_layers": 9, "n_heads": 6},
+    ("transformer", "lite"): {"d_model": 128, "n_layers": 2, "n_heads": 8},
+    ("mlp", "lite"): {"d_model": 128, "n_layers": 3, "n_heads": 8},
+    # LSTM: Paper I's 6 layers of 192 (its "about 1.8M", not matched); lite: 3 of 128, matched (+0.3 %).
+    ("lstm", "paper"): {"d_model": 192, "n_layers": 6},
+    ("lstm", "lite"): {"d_model": 128, "n_layers": 3},
+    # Mamba: the transformer's width with the block count nearest its parameters (11 blocks, +4.0 %); lite:
+    # 2 wide blocks (-0.3 %), since few blocks keep the (batch, T, 2d, 16) state, Mamba's CPU cost, smallest.
+    ("mamba", "paper"): {"d_model": 192, "n_layers": 11},
+    ("mamba", "lite"): {"d_model": 168, "n_layers": 2},
+}
+# How each architecture's size was chosen, in words (the capacity table prints it beside the sizes above).
+HOW_MATCHED: dict[tuple[str, str], str] = {
+    ("transformer", "paper"): "reference: Paper I's production model (HMM: the paper's 9 layers, 8 heads, d=256)",
+    ("transformer", "lite"): "reference: this tunnel's lite transformer",
+    ("mlp", "paper"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
+    ("mlp", "lite"): "same embeddings and head, 1.5x the transformer's layers (a block is 2/3 of one)",
+    ("lstm", "paper"): "not matched: the paper's 6 layers of width 192 ('about 1.8M')",
+    ("lstm", "lite"): "width and depth within 10 % of the tunnel's lite transformer",
+    ("mamba", "paper"): "transformer's width; 11 blocks, the count nearest its 2,677,440",
+    ("mamba", "lite"): "2 wide blocks within 10 % of the tunnel's lite transformer",
+}
 
 # Training recipes. Paper: Paper I's production run (AdamW 3e-4, wd 0.1, warmup 2k, cosine to 0, clip 1.0,
 # batch 256, 50k steps). Lite: minutes on a CPU; weight decay 0.01, since a larger one holds the entropy MAE
@@ -52,5 +81,5 @@ PAPER_DEPTH_TRAIN: dict[tuple[str, str], dict[str, Any]] = {
     ("hmm", "transformer"): {"steps": 25_000},
 }
 
-__all__ = ["LSTM_LITE", "MAMBA_LITE", "MLP_LITE", "PAPER_DEPTH_TRAIN", "PAPER_TRAIN", "TRAIN", "TRANSFORMER_LITE",
+__all__ = ["ARCH_SIZES", "HOW_MATCHED", "LSTM_LITE", "MAMBA_LITE", "MLP_LITE", "PAPER_DEPTH_TRAIN", "PAPER_TRAIN", "TRAIN", "TRANSFORMER_LITE",
            "equal_budget"]
