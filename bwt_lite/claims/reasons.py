@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
+from ..tunnels import TUNNELS, Tunnel
 from .catalogue import CLAIMS, Claim
 from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
 from .rules import ACCURACY_POINTS, FACTOR, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS
@@ -29,13 +30,6 @@ PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("Paper III: the same geometry in language models", (12,)),
     ("Where in-context Bayes stops", (13,)),
 )
-
-# What each tunnel's model must do, in plain words (the cells of Paper I's architecture table).
-TASKS = {
-    "bijection": "rules out the values already used, as the exact posterior does",
-    "hmm": "tracks the hidden state as the exact filter does",
-    "recall": "recalls the value stored under each key",
-}
 
 # Each reference baseline in plain words: what a model must beat to show it does more than a shortcut.
 BASELINES = {
@@ -114,7 +108,7 @@ def _cell_reason(row: Claim) -> str:
     lacks the mechanism, and come near the paper's number?"""
     d = row.details
     tunnel = row.id.split("-")[0]
-    task = TASKS.get(tunnel, "does the task")
+    task = TUNNELS[tunnel].task if tunnel in TUNNELS else Tunnel.task  # in plain words, from the tunnel
     is_acc = d.get("paper_unit") == "% accuracy"
     ours = d["ours"]
     paper = d["paper"]
@@ -212,5 +206,5 @@ def paper_scale_reader_html() -> str:
     return f"<ul>{trained}</ul>" + reader_table_html(rows, anchor="paper-scale")
 
 
-__all__ = ["BASELINES", "ENDINGS", "PARTS", "TASKS", "by_part", "chapter_number", "chapters_text",
+__all__ = ["BASELINES", "ENDINGS", "PARTS", "by_part", "chapter_number", "chapters_text",
            "counts_text", "paper_scale_reader_html", "part_of", "plain_reason", "reader_table_html", "summary_html"]

@@ -140,6 +140,7 @@ class Tunnel:
     # what every architecture trains on here unless its recipe says otherwise: "sampled" answers, or "soft"
     # targets (the exact posterior), the HMM's choice for every architecture, as the authors' HMM recipe did
     train_target: ClassVar[str] = "sampled"
+    task: ClassVar[str] = "does the task"  # what its model must do, in plain words (the claims' reasons)
     # Its exact baselines (bwt_lite.baselines), weakest first: named ones (baseline name -> the name of
     # its function in bwt_lite.baselines), then, where ``window_baseline`` names a function, the ladder
     # window-w for w = ``window_range[0]`` .. min(the caller's top, ``window_range[1]``, if set).

@@ -24,6 +24,7 @@ from .base import Card, Episodes, Tunnel, check_size
 
 class Bijection(Tunnel):
     name = "bijection"
+    task = "rules out the values already used, as the exact posterior does"  # in plain words (the claims' reasons)
     variants = ("separate", "paired", "replacement")
     length_arg = "L"
     baselines = {"prior": "uniform_prior", "right-entropy": "right_entropy"}

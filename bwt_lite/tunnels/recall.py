@@ -57,6 +57,7 @@ class Recall(Tunnel):
     """Associative recall of a random function; see the module docstring for layouts."""
 
     name = "recall"
+    task = "recalls the value stored under each key"  # in plain words (the claims' reasons)
     kind = "categorical"
     variants = ("default", "mqar")
     length_arg = "L"  # episode length of the default variant (mqar's is set by n_pairs, gap, n_queries)
