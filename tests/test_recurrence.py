@@ -189,7 +189,7 @@ def test_bwt_horizon_option_names_the_recurrence_preset(capsys):
     assert main(["info", "recurrence", "transformer", "--horizon", "5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["name"] == "recurrence-h5-transformer-lite-soft" and out["tunnel"]["horizon"] == 5
-    for argv, match in ((["info", "hmm", "transformer", "--horizon", "5"], "recurrence tunnel only"),
+    for argv, match in ((["info", "hmm", "transformer", "--horizon", "5"], "tunnels that take one (the recurrence)"),
                         (["info", "recurrence", "transformer", "--horizon", "16"], "horizon must be <= length - 1")):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)

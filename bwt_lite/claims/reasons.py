@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
-from ..tunnels import TUNNELS, Tunnel
+from ..tunnels import CARDS, TUNNELS, Tunnel
 from .catalogue import CLAIMS, Claim
 from .paper_scale import load_paper_scale, models_measured, recorded_rows, trained_text
 from .rules import ACCURACY_POINTS, FACTOR, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS
@@ -120,7 +120,7 @@ def _cell_reason(row: Claim) -> str:
         size = (f"its error is {_factor(ours['entropy_mae_bits'], paper)} "
                 f"({'within' if d['size_holds'] else 'outside'} the {FACTOR:g}x allowed)")
     bar = d.get("bars", {}).get("entropy_mae_bits", {}).get("baseline")
-    if tunnel == "hmm":  # transport is judged against every window filter of the ladder
+    if tunnel in CARDS and CARDS[tunnel].max_window is not None:  # judged against every window filter of the ladder
         shortcut = "every exact filter that reads only the last few symbols"
     else:
         shortcut = _baseline_words(bar) if bar else "the shortcuts that lack the mechanism"

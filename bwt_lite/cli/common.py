@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import os
 import shlex
 import sys
@@ -19,6 +20,7 @@ from ..store.cache import RESUME, checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..store.hosted import hosted_checkpoint
 from ..train import format_duration
+from ..tunnels import TUNNELS
 from .options import check_variant
 
 
@@ -117,8 +119,9 @@ def preset_from_args(args: argparse.Namespace) -> Preset:
         raise ValueError(f"--alibi adds a recency bias to the learned table's attention: transformer and "
                          f"--positions learned only, not {args.arch} with --positions {positions}")
     horizon = getattr(args, "horizon", None)
-    if horizon is not None and args.tunnel != "recurrence":
-        raise ValueError(f"--horizon: a loss horizon exists for the recurrence tunnel only, not {args.tunnel}")
+    if horizon is not None and "horizon" not in inspect.signature(TUNNELS[args.tunnel]).parameters:
+        raise ValueError(f"--horizon: a loss horizon exists for tunnels that take one (the recurrence), "
+                         f"not {args.tunnel}")
     return get_preset(args.tunnel, args.arch, args.scale, variant=args.variant, depth=depth, positions=positions,
                       alibi=alibi, horizon=horizon, length=getattr(args, "train_length", None), **overrides)
 
