@@ -45,7 +45,7 @@ def test_the_curriculum_is_part_of_the_key_only_when_set():
     assert d["easy_steps"] == 2000 and d["easy_tunnel"] == {"sharpen": 3}
     assert TrainConfig.from_dict(d) == easy.train and easy.key() != p.key()
     slow = get_preset("hmm", "transformer", "lite", variant="slow")  # the slow HMM's recipe has one
-    assert slow.train.easy_steps == 2000 and dict(slow.train.easy_tunnel) == {"sharpen": 3.0}
+    assert slow.train.easy_steps == 3000 and dict(slow.train.easy_tunnel) == {"sharpen": 6.0}
 
 
 def test_every_architecture_trains_on_the_hmms_soft_targets():
