@@ -54,7 +54,8 @@ def threads_of(meta: dict) -> int:
 def parse_change(text: str | None) -> dict:
     """``"lr=2e-3,decay_steps=0"`` -> ``{"lr": 0.002, "decay_steps": 0}``: training fields of the recipe to change
     (each converted to the type of its default), so that a candidate recipe is judged on the same seeds. A
-    curriculum's tunnel arguments are NAME:VALUE pairs joined by "+": ``easy_steps=2000,easy_tunnel=sharpen:3``."""
+    curriculum's tunnel arguments are NAME:VALUE pairs joined by "+": ``easy_steps=2000,easy_tunnel=sharpen:3``
+    (``easy_steps=0,easy_tunnel=none``: a recipe's curriculum taken away)."""
     if not text:
         return {}
     defaults = TrainConfig()
@@ -64,8 +65,9 @@ def parse_change(text: str | None) -> dict:
         if name not in {f.name for f in fields(TrainConfig)} or name == "seed" or not value:
             raise SystemExit(f"--change: {item!r} is not NAME=VALUE with NAME a training field other than seed "
                              f"({', '.join(f.name for f in fields(TrainConfig) if f.name != 'seed')})")
-        if name == "easy_tunnel":
-            change[name] = tuple((k, float(v)) for k, _, v in (pair.partition(":") for pair in value.split("+")))
+        if name == "easy_tunnel":  # "none": no curriculum (with easy_steps=0)
+            change[name] = () if value == "none" else tuple(
+                (k, float(v)) for k, _, v in (pair.partition(":") for pair in value.split("+")))
         else:
             change[name] = type(getattr(defaults, name))(value)
     return change

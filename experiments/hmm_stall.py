@@ -21,15 +21,15 @@ a stalled seed and an escaping one, or a recipe and its candidate, can be compar
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from bwt_lite.metrics import entropy_bits, entropy_from_logits_bits
+from bwt_lite.models import run_with_cache
 from bwt_lite.recipes import get_preset
 from bwt_lite.train import easy_tunnel, init_model, make_optimizer, train_step
 from bwt_lite.tunnels import HMM, make_tunnel
@@ -37,17 +37,10 @@ from bwt_lite.tunnels import HMM, make_tunnel
 from _common import parser, write
 from cell_seeds import parse_change
 
-LOG2 = torch.log(torch.tensor(2.0)).item()
-
-
-def entropy_bits(p: torch.Tensor) -> torch.Tensor:
-    return -(p * p.clamp_min(1e-30).log()).sum(-1) / LOG2
-
 
 def attention_shares(model: torch.nn.Module, tunnel: HMM, episodes: Any) -> list[list[dict[str, float]]]:
     """Per layer, per head: where the symbol tokens' attention goes (shares of 1) and its entropy (bits)."""
     names = [n for n, _ in model.named_modules() if n.endswith("attn.hook_pattern")]
-    from bwt_lite.models import run_with_cache
     with torch.no_grad():
         _, cache = run_with_cache(model, episodes.inputs, episodes.positions, names=names)
     S, O, L = tunnel.S, tunnel.O, tunnel.seq_len
@@ -57,13 +50,13 @@ def attention_shares(model: torch.nn.Module, tunnel: HMM, episodes: Any) -> list
     right = e0 + torch.arange(S)[None, None, :] * O + obs[:, :, None]  # (B, K, S): E[s, o_t] for every s
     keys = torch.arange(L)
     symbol_keys = (keys > tunnel.header_len) & ((keys - tunnel.header_len) % 2 == 1)
+    earlier = symbol_keys[None, :] & (keys[None, :] < q[:, None])  # (K, L): the symbols before each query
     layers = []
     for name in names:
         pat = cache[name][:, :, q, :]  # (B, H, K, L)
         heads = []
         for h in range(pat.shape[1]):
             a = pat[:, h]  # (B, K, L)
-            earlier = symbol_keys[None, :] & (keys[None, :] < q[:, None])  # (K, L)
             heads.append({
                 "right_E": a.gather(2, right).sum(-1).mean().item(),
                 "E_block": a[..., e0:e0 + S * O].sum(-1).mean().item(),
@@ -83,13 +76,14 @@ def replay(preset: Any, steps: int, every: int, probe_episodes: int) -> list[dic
     opt = make_optimizer(model, cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
     probe = tunnel.sample(probe_episodes, torch.Generator().manual_seed(10_000 + cfg.seed))
+    h_bayes = entropy_bits(probe.probs)
     rows, losses, norms, stats, t0 = [], [], [], {}, time.perf_counter()
     for step in range(steps + 1):
         if step % every == 0:
             model.eval()
             with torch.no_grad():
-                p = torch.softmax(model(probe.inputs, probe.positions).float(), -1).double()
-            mae = (entropy_bits(p) - entropy_bits(probe.probs)).abs().mean().item()
+                h_model = entropy_from_logits_bits(model(probe.inputs, probe.positions))
+            mae = (h_model - h_bayes).abs().mean().item()
             rows.append({"step": step, "loss": sum(losses) / len(losses) if losses else None,
                          "grad_norm": sum(norms) / len(norms) if norms else None, "entropy_mae_bits": mae,
                          "heads": attention_shares(model, tunnel, probe), "elapsed_s": time.perf_counter() - t0})
