@@ -83,8 +83,7 @@ def _round_to_hundredths(p: Tensor, rows_sum_to_one: bool = False) -> Tensor:
     ``rows_sum_to_one`` promises rows summing to 1 (up to rounding), hence a positive excess total."""
     n = p.shape[-1]
     rest = 100 - FLOOR_HUNDREDTHS * n  # hundredths above the floors, >= 0
-    excess = (100.0 * p.to(torch.float64) - FLOOR_HUNDREDTHS).clamp_min(0.0)
-    total = excess.sum(-1, keepdim=True)
+    excess, total = _excess(p)
     if rows_sum_to_one and rest > 0:  # total = 100 - 5n > 0 up to rounding: the same numbers, cheaper
         share = rest * excess / total
     else:
@@ -96,21 +95,47 @@ def _round_to_hundredths(p: Tensor, rows_sum_to_one: bool = False) -> Tensor:
         rank = order.argsort(dim=-1, stable=True)  # rank of each entry's fractional part
         return FLOOR_HUNDREDTHS + base.to(torch.int64) + (rank < missing).to(torch.int64)
     # Short rows (the HMM's S, O = 5): the same rounding with the rows last, so that every operation
-    # runs over all rows at once, and ranks by pairwise comparison (much faster than sorting here).
+    # runs over all rows at once.
     share = share.reshape(-1, n).t().contiguous()  # (n, rows)
+    return _round_shares(share, 0).t().contiguous().view(p.shape)
+
+
+def _excess(p: Tensor) -> tuple[Tensor, Tensor]:
+    """``max(100 p - 5, 0)`` (float64) and its row sums (last dim, kept): the hundredths above the floors
+    that :func:`round_to_hundredths` shares out, and their totals."""
+    excess = (100.0 * p.to(torch.float64) - FLOOR_HUNDREDTHS).clamp_min(0.0)
+    return excess, excess.sum(-1, keepdim=True)
+
+
+_BEFORE: dict[tuple[int, int, str], Tensor] = {}  # _round_shares' [k < j] tables, by (n, trailing dims, device)
+
+
+def _round_shares(share: Tensor, dim: int) -> Tensor:
+    """Largest-remainder rounding of rows of 2..8 shares (whole numbers in total) along ``dim`` (not the
+    last), float64 -> int64 hundredths: ``5 + floor(share)``, plus one for the entries with the
+    largest fractional parts (ties to the lower index) until the row holds its total.
+
+    Ranks by pairwise comparison (much faster than sorting rows this short). Entry k comes before
+    entry j when its fractional part is larger, or equal with k < j. Fractional parts are >= +0.0, so
+    the float64 difference d = f_j - f_k is negative exactly when f_k > f_j and +0.0 exactly on a tie
+    (rounding never flips a sign, and distinct numbers never round to zero); read as int64, its bits
+    are then < 0 and == 0. So k comes first iff bits(d) - [k < j] < 0, which the arithmetic shift by
+    63 turns into -1 (else 0).
+    """
+    n, trailing = share.shape[dim], share.dim() - dim - 1
+    key = (n, trailing, str(share.device))
+    if key not in _BEFORE:
+        before = torch.ones(n, n, dtype=torch.int64, device=share.device).tril(-1)  # [j, k] = [k < j]
+        _BEFORE[key] = before.view(n, n, *(1,) * trailing)
     base = share.floor()
-    missing = rest - base.sum(0).to(torch.int64)  # (rows,) in 0..n-1; sums of whole numbers are exact
-    # Rank of entry i: the number of entries j that come before it (larger fractional part, ties to
-    # the lower index). Fractional parts are >= +0.0, so the float64 difference d = f_i - f_j is
-    # negative exactly when f_j > f_i and +0.0 exactly on a tie (rounding never flips a sign, and
-    # distinct numbers never round to zero); read as int64, its bits are then < 0 and == 0. So j comes
-    # first iff bits(d) - [j < i] < 0, which the arithmetic shift by 63 turns into -1 (else 0).
+    missing = base.sum(dim, keepdim=True).neg_().add_(100 - FLOOR_HUNDREDTHS * n)  # in 0..n-1, exact
     frac = share - base
-    d = (frac.unsqueeze(1) - frac.unsqueeze(0)).view(torch.int64)  # (n, n, rows): [i, j]
-    j_before_i = torch.ones(n, n, dtype=torch.int64, device=p.device).tril(-1).unsqueeze(2)  # [i, j, 1]
-    rank = ((d - j_before_i) >> 63).sum(1).neg_()  # (n, rows)
-    hundredths = (base + FLOOR_HUNDREDTHS).to(torch.int64).add_(rank < missing)
-    return hundredths.t().contiguous().view(p.shape)
+    d = (frac.unsqueeze(dim + 1) - frac.unsqueeze(dim)).view(torch.int64)  # [.., j, k, ..] = bits(f_j - f_k)
+    d -= _BEFORE[key]
+    d >>= 63
+    rank = d.sum(dim + 1).neg_()  # entries before each one
+    # The same whole numbers in float64, the extra hundredth added, then one conversion.
+    return base.add_(rank < missing).add_(FLOOR_HUNDREDTHS).to(torch.int64)
 
 
 def tokenize(T_hundredths: Tensor, E_hundredths: Tensor, obs: Tensor) -> Tensor:
@@ -210,19 +235,28 @@ class HMM(Tunnel):
         return TE[..., :self.S].contiguous(), TE[..., self.S:].contiguous()
 
     def _sample_params(self, B: int, g: torch.Generator) -> Tensor:
-        """:meth:`sample_params` as one (B, S, S + O) int64 tensor ``[T | E]``."""
+        """:meth:`sample_params` as one (B, S, S + O) int64 tensor ``[T | E]``, possibly a view of
+        (S, S + O, B) memory."""
         if self.variant == "slow":
             return self._sample_slow_params(B, g)
         S, O, dev = self.S, self.O, g.device
         gam = self._exponentials((B, S, S + O), g)  # normalised rows are Dirichlet(1) (sharpen = 1)
-        if S == O and dev.type == "cpu":
+        if S == O and dev.type == "cpu" and S < MAX_DIM:
             # T's and E's rows side by side: each operation below does both at once. On the CPU these
             # are the same numbers as normalising the two halves separately (each row sum adds the
             # same S entries in the same order); other devices keep the separate operations below,
-            # whose reductions may associate differently for the two memory layouts.
+            # whose reductions may associate differently for the two memory layouts. The row sums
+            # stay in this layout (their order of addition depends on it); the shares
+            # (:func:`_round_to_hundredths`'s, with rows summing to one and 100 - 5S > 0) are
+            # written with the episodes last, [i, T|E, j, b], where the rounding runs over all
+            # episodes at once and sample() wants them: (B, S, 2S) is returned as a view of that.
             gam = gam.view(B, S, 2, S)
             p = (gam / gam.sum(-1, keepdim=True)).clamp_min(FLOOR_HUNDREDTHS / 100)
-            return _round_to_hundredths(p / p.sum(-1, keepdim=True), rows_sum_to_one=True).view(B, S, 2 * S)
+            excess, total = _excess(p / p.sum(-1, keepdim=True))
+            share = torch.mul(excess.permute(1, 2, 3, 0), 100 - FLOOR_HUNDREDTHS * S,
+                              out=torch.empty(S, 2, S, B, dtype=torch.float64, device=dev))
+            share /= total.permute(1, 2, 3, 0)
+            return _round_shares(share, 2).view(S, 2 * S, B).permute(2, 0, 1)
         p = torch.cat([gam[..., :S] / gam[..., :S].sum(-1, keepdim=True),
                        gam[..., S:] / gam[..., S:].sum(-1, keepdim=True)], dim=-1)
         p = p.clamp_min(FLOOR_HUNDREDTHS / 100)
@@ -252,7 +286,7 @@ class HMM(Tunnel):
         s0 = torch.randint(0, S, (B,), generator=g, device=dev)
         # From here on the episode index is the last (contiguous) dimension: torch's kernels are slow
         # over innermost dimensions as short as S and O, fast over the B episodes.
-        TE_h_last = TE_h.view(B, S * (S + O)).t().contiguous().view(S, S + O, B)
+        TE_h_last = TE_h.permute(1, 2, 0).contiguous()  # (a no-op when _sample_params made it so)
         # Exact inverse-CDF sampling on the integer hundredths: a draw r in 0..99 picks the state
         # (symbol) whose cumulative hundredths first exceed r, i.e. the number of them <= r (the last
         # cumulative sum is 100 > r, so it is left out). All these numbers fit in uint8, where torch's
@@ -266,8 +300,9 @@ class HMM(Tunnel):
         step = (T_cum.unsqueeze(0) <= r[0, 1:, None, None, :]).sum(2, dtype=torch.uint8).to(torch.int64)
         states = torch.empty(K, B, dtype=torch.int64, device=dev)
         states[0] = s0
+        rows, maps = states.split(1), step.unbind(0)  # views made once: (1, B) and (S, B) per step
         for t in range(1, K):
-            torch.gather(step[t - 1], 0, states[t - 1:t], out=states[t:t + 1])
+            torch.gather(maps[t - 1], 0, rows[t - 1], out=rows[t])
         e_cum = E_cum.gather(0, states.unsqueeze(1).expand(K, O - 1, B))  # (K, O-1, B): cum. of s_t's row
         obs = (e_cum <= r[1].unsqueeze(1)).sum(1, dtype=torch.uint8).to(torch.int64)  # (K, B)
         TE = TE_h_last.to(torch.float64) / 100

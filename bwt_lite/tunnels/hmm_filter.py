@@ -151,12 +151,14 @@ def forward_prob(T: Tensor, E: Tensor, obs: Tensor, init: Tensor | None = None) 
     else:
         torch.mul(init, emit[0], out=alpha[0])
     prod = torch.empty(S, S, B, dtype=torch.float64, device=T.device)
+    # Views of every step's rows made once (a view per step costs about as much as the step's arithmetic).
+    alphas, prevs, step_t = alpha.unbind(0), alpha.unsqueeze(2).unbind(0), steps.unbind(0)
     for t in range(1, K):
-        prev = alpha[t - 1]
+        prev = prevs[t - 1]  # (S, 1, B)
         if t % _RESCALE_EVERY == 0:
-            prev = prev / prev.sum(0)
-        torch.mul(prev.unsqueeze(1), steps[t - 1], out=prod)
-        torch.sum(prod, 0, out=alpha[t])
+            prev = prev / alphas[t - 1].sum(0)
+        torch.mul(prev, step_t[t - 1], out=prod)
+        torch.sum(prod, 0, out=alphas[t])
     return (alpha / alpha.sum(1, keepdim=True)).view(K * S, B).t().contiguous().view(B, K, S)
 
 
