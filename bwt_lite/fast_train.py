@@ -30,16 +30,17 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
 from .evaluate import evaluate
 from .presets import Preset
-from .runtime.device import amp_dtype, device_name, precision_name, resolve_device
+from .runtime.device import amp_dtype, compiled, device_name, precision_name, resolve_device
 from .train import LossMeter, easy_tunnel, evaluation_row, init_model, loss_fn, lr_at, update_average, weight_average
 from .train_config import TrainState
 from .tunnels import Episodes, make_tunnel
+from .fast_together import train_together  # several runs side by side (re-exported: the fast path's scheduler)
 
 # bf16 dense matrix peak (TFLOP/s) of the GPUs the project has timed on, by the vendor's datasheets,
 # for model FLOPs utilisation; a GPU not listed gets no MFU.
@@ -75,8 +76,11 @@ class FastRun:
     """
 
     def __init__(self, preset: Preset, device: str | torch.device = "cuda", amp: str = "auto", chunk: int = 8,
-                 graph: bool | None = None, resume: TrainState | None = None, warmup: int = 2):
+                 graph: bool | None = None, resume: TrainState | None = None, warmup: int = 2,
+                 compile: bool = False, priority: int = 0):
         self.preset, self.cfg = preset, preset.train
+        self.presets = [preset]  # what a SeedStack holds several of (see bwt_lite.fast_stack)
+        self.label = f"{preset.name} seed {preset.train.seed}"
         self.device = resolve_device(device)
         self.dtype = amp_dtype(amp, self.device)
         if self.dtype == torch.float16:
@@ -96,8 +100,12 @@ class FastRun:
             raise ValueError(f"a fast run switches tunnels between chunks: easy_steps ({self.cfg.easy_steps}) must be "
                              f"a multiple of chunk={chunk}")
         self.model = init_model(preset.model, self.cfg.seed).to(self.device)
+        # the training forward: the model, or its torch.compile wrapper (same weights; evaluations use the model)
+        self.compiled = compile
+        self.forward = compiled(self.model, compile)
         self.params = list(self.model.parameters())
-        self.stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        # its own CUDA stream; ``priority`` < 0 asks the GPU to run this run's kernels before others' when both wait
+        self.stream = torch.cuda.Stream(self.device, priority=priority) if self.device.type == "cuda" else None
         self.gen = torch.Generator(device=self.device).manual_seed(self.cfg.seed)
         self.opt, self.mults = self._optimizer()
         # the learning rate of every step, as the eager trainer computes it, looked up on the device
@@ -193,10 +201,10 @@ class FastRun:
         No CPU synchronisation anywhere, so it can be captured."""
         episodes = self._batch()
         if self.dtype is None:
-            loss = loss_fn(self.model(episodes.inputs, episodes.positions), episodes, self.cfg.target)
+            loss = loss_fn(self.forward(episodes.inputs, episodes.positions), episodes, self.cfg.target)
         else:  # no weight-cast cache: a graph must recompute the casts from the updated weights
             with torch.autocast(self.device.type, dtype=self.dtype, cache_enabled=False):
-                loss = loss_fn(self.model(episodes.inputs, episodes.positions), episodes, self.cfg.target)
+                loss = loss_fn(self.forward(episodes.inputs, episodes.positions), episodes, self.cfg.target)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip, foreach=self.device.type == "cuda")
         lr = self.schedule.index_select(0, self.step_t.clamp(max=self.schedule.numel() - 1).view(1)).squeeze(0)
@@ -312,8 +320,34 @@ class FastRun:
 
     def trained_on(self) -> dict[str, Any]:
         return {"device": self.device.type, "device_name": device_name(self.device),
-                "precision": precision_name(self.dtype), "compile": False,
+                "precision": precision_name(self.dtype), "compile": self.compiled,
                 "trainer": "cuda graph" if self.graph is not None else "eager (fast path)"}
+
+    # -- the interface a SeedStack shares: one member here, the run itself ---------------------------
+
+    def member_model(self, i: int = 0) -> torch.nn.Module:
+        self._member(i)
+        return self.scored
+
+    def member_state(self, i: int = 0) -> TrainState:
+        self._member(i)
+        return self.state()
+
+    def member_history(self, i: int = 0) -> list[dict[str, float]]:
+        self._member(i)
+        return self.history
+
+    def member_scores(self, i: int = 0, episodes: int = 2048) -> dict[str, Any]:
+        self._member(i)
+        return final_scores(self, episodes)
+
+    def release(self) -> None:
+        """Free the graph and the episode buffers (the model stays, for saving)."""
+        self.graph, self.batches = None, None
+
+    def _member(self, i: int) -> None:
+        if i != 0:
+            raise IndexError(f"a FastRun has one member (0), not {i}")
 
 
 class _null:
@@ -324,85 +358,15 @@ class _null:
         return None
 
 
-def train_together(runs: Sequence[FastRun | Callable[[], FastRun]], *, max_active: int | None = None,
-                   admit: Callable[[int], bool] | None = None, deadline: float | None = None,
-                   eval_every: int | None = None, on_state: Callable[[FastRun], None] | None = None,
-                   state_every_s: float = 180.0, on_done: Callable[[FastRun], None] | None = None,
-                   log: Callable[[str], None] = print, log_every_s: float = 30.0) -> tuple[list[FastRun], list[FastRun]]:
-    """Train ``runs`` side by side, one step of each active run in turn, until all are done or
-    ``deadline`` (a ``time.time()``) passes; returns (finished runs, runs stopped by the deadline).
-
-    A run may be given as a function that builds it: it is built only when a place is free (at most
-    ``max_active`` at once) and ``admit(index)`` agrees (e.g. when its estimated time still fits);
-    a run not admitted is skipped. Every ``eval_every`` steps (default: each run's ``eval_every``) a
-    run is evaluated; every ``state_every_s`` seconds each active run at a chunk boundary goes to
-    ``on_state`` (to save a resume state), and at the deadline every stopped run does; ``on_done``
-    gets each run as it finishes.
-    """
-    waiting = list(enumerate(runs))
-    active: list[FastRun] = []
-    finished: list[FastRun] = []
-    last_state = last_log = time.time()
-
-    def fill() -> None:
-        for item in list(waiting):
-            if max_active is not None and len(active) >= max_active:
-                return
-            index, run = item
-            if admit is None or admit(index):
-                waiting.remove(item)
-                active.append(run if isinstance(run, FastRun) else run())
-
-    fill()
-    while active:
-        if deadline is not None and time.time() > deadline:
-            break
-        stepped = False
-        for run in list(active):
-            if not run.ready():
-                continue
-            stepped = True
-            run.step()
-            every = eval_every or run.cfg.eval_every
-            if run.step_count % every == 0 or run.step_count >= run.cfg.steps:
-                row = run.evaluate_now()
-                log(f"{run.preset.name} seed {run.cfg.seed}: step {run.step_count:,}/{run.cfg.steps:,} | "
-                    f"loss {row['loss']:.4f} | entropy MAE {row['entropy_mae_bits']:.4f} bits | "
-                    f"{run.elapsed_s:.0f} s")
-            if run.done:
-                active.remove(run)
-                finished.append(run)
-                if on_done is not None:
-                    on_done(run)
-                fill()
-        if not stepped:  # every run has a full queue: wait for the oldest step of one of them
-            active[0].pending[0].synchronize()
-        now = time.time()
-        if on_state is not None and now - last_state >= state_every_s:
-            for run in active:
-                if run.step_count % run.chunk == 0:
-                    on_state(run)
-            last_state = now
-        if now - last_log >= log_every_s:
-            log(" | ".join(f"{r.preset.name}#{r.cfg.seed} {r.step_count:,}" for r in active))
-            last_log = now
-            fill()  # a run that did not fit before may fit at the throughput measured since
-    for run in active:  # stopped by the deadline: finish the chunk, so the state resumes exactly
-        while run.step_count % run.chunk and not run.done:
-            run.step()
-        if on_state is not None:
-            on_state(run)
-    return finished, active
-
-
 def check_against_eager(preset: Preset, device: str | torch.device, steps: int = 4, amp: str = "auto",
-                        chunk: int = 2) -> dict[str, float]:
-    """Train ``steps`` steps of ``preset`` on the fast path and on :func:`bwt_lite.train.train_step` with
-    the same batches; the largest differences of the losses (relative) and of the weights (absolute)."""
+                        chunk: int = 2, compile: bool = False) -> dict[str, float]:
+    """Train ``steps`` steps of ``preset`` on the fast path (``compile``: its forward through
+    ``torch.compile``) and on :func:`bwt_lite.train.train_step` with the same batches; the largest
+    differences of the losses (relative) and of the weights (absolute)."""
     from .train import make_optimizer, train_step
 
     dev = resolve_device(device)
-    fast = FastRun(preset, dev, amp=amp, chunk=chunk, warmup=1)
+    fast = FastRun(preset, dev, amp=amp, chunk=chunk, warmup=1, compile=compile)
     eager = init_model(preset.model, preset.train.seed).to(dev)
     opt = make_optimizer(eager, preset.train)
     fast_losses, eager_losses = [], []

@@ -185,12 +185,24 @@ def test_paper_scale_packs_the_median_seed_in_parts(experiments, tmp_path):
         (root / name).mkdir(parents=True)
         (root / name / "checkpoint.json").write_text("{}")
         (root / name / "model.safetensors").write_bytes(bytes(100 * (seed + 1)))
-    rows = [{"tunnel": "bijection", "seed": s, "complete": True, "entropy_mae_bits": mae, "checkpoint": n}
-            for s, mae, n in ((0, 0.03, "a"), (1, 0.01, "b"), (2, 0.02, "c"))]
-    rows.append({"tunnel": "hmm", "seed": 0, "complete": False, "steps": 0})  # never finished: nothing packed
+    rows = [{"tunnel": "bijection", "name": "bij", "schedule_steps": 9, "seed": s, "complete": True,
+             "entropy_mae_bits": mae, "checkpoint": n} for s, mae, n in ((0, 0.03, "a"), (1, 0.01, "b"), (2, 0.02, "c"))]
+    rows.append({"tunnel": "hmm", "name": "hmm", "seed": 0, "complete": False, "steps": 0})  # never finished
     chosen = pack(rows, root, tmp_path / "out", print)
-    assert chosen == {"bijection": {"seed": 2, "checkpoint": "c"}}
+    assert chosen == {"bijection": {"seed": 2, "checkpoint": "c", "of_seeds": 3, "packed": True}}
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["bijection.tar.0"]
+    # with two seeds from an earlier window's record (their folders are gone), the median is one of those
+    earlier = [{"tunnel": "bijection", "cell": "bijection", "name": "bij", "schedule_steps": steps, "seed": s,
+                "complete": True, "entropy_mae_bits": mae, "checkpoint": n}
+               for s, mae, n, steps in ((3, 0.015, "a", 9), (4, 0.016, "b", 9), (5, 0.0, "c", 5))]  # 5: a shorter schedule
+    chosen = pack(rows, root, tmp_path / "out2", print, earlier=earlier)
+    assert chosen["bijection"] == {"seed": 4, "checkpoint": "b", "of_seeds": 5, "packed": False}
+    assert not list((tmp_path / "out2").iterdir())
+    # the packs stay under the limit (a tar is at least 10 KiB): the first cell in order is packed, the next not
+    rows.append({"tunnel": "hmm", "name": "hmm", "seed": 1, "complete": True, "entropy_mae_bits": 0.01, "checkpoint": "a"})
+    chosen = pack(rows, root, tmp_path / "out3", print, limit_bytes=15_000, order=["hmm", "bijection"])
+    assert chosen["hmm"]["packed"] and not chosen["bijection"]["packed"]
+    assert [p.name for p in (tmp_path / "out3").iterdir()] == ["hmm.tar.0"]
 
 
 def test_seed_cells_are_told_apart_by_their_recipe_name():
@@ -227,3 +239,28 @@ def test_paper_scale_cells_name_variants_horizons_and_lengths(experiments, tmp_p
     (run,) = result["runs"]
     assert run["cell"] == "recurrence-h3" and run["complete"] and set(result["checks"]) == {"recurrence-h3"}
     assert [f.name for f in (tmp_path / "pack").iterdir()] == ["recurrence-h3.tar.0"]
+
+
+def test_paper_scale_holds_later_runs_while_a_wanted_one_is_late(experiments):
+    """The Holder leaves every run after a late kept run unstepped, and lets them go once it is on time."""
+    import time
+    from types import SimpleNamespace
+
+    mod = experiments("paper_scale")
+    deadline = time.time() + mod.EVAL_RESERVE_S + 100  # 100 s left
+    window = SimpleNamespace(time_left=lambda: deadline - mod.EVAL_RESERVE_S - time.time(), rates={})
+
+    def run(label, steps, done=0):
+        return SimpleNamespace(label=label, step_count=done, cfg=SimpleNamespace(steps=steps), done=False)
+
+    wanted, second, filler = run("hmm", 10_000), run("regression", 100), run("recall", 100)
+    window.rates = {id(wanted): 50.0, id(second): 100.0}  # probes: hmm needs 200 s at 50 steps/s, 100 s are left
+    logs = []
+    holder = mod.Holder(window, [wanted, second], [filler], logs.append)
+    assert holder([wanted, second, filler]) == {id(second), id(filler)}
+    assert "hmm at 50 steps/s would finish late" in logs[-1]
+    window.rates[id(wanted)] = 500.0  # now on time (20 s to go): nothing held
+    assert holder([wanted, second, filler]) == set() and logs[-1] == "no run held"
+    second.step_count = 0
+    window.rates[id(second)] = 0.5  # the second kept run is late: only the filler after it waits
+    assert holder([wanted, second, filler]) == {id(filler)}

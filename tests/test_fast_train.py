@@ -110,3 +110,17 @@ def test_the_flop_count_is_the_palm_formula_and_close_to_torch_count():
 def test_peak_of_known_and_unknown_gpus():
     assert peak_tflops("NVIDIA H200") == 989.0 and peak_tflops("Tesla T4") == 65.0
     assert peak_tflops("cpu (2 threads)") is None
+
+
+def test_a_held_run_waits_until_hold_lets_it_go():
+    first = FastRun(tiny("bijection", steps=4), "cpu", chunk=2)
+    second = FastRun(tiny("regression", steps=4), "cpu", chunk=2)
+    seen = []
+
+    def hold(active):  # the second run waits while the first trains
+        seen.append((first.step_count, second.step_count))
+        return {id(second)} if not first.done else set()
+
+    finished, _ = train_together([first, second], hold=hold, hold_every_s=0.0, log=lambda line: None)
+    assert finished == [first, second]
+    assert all(s == 0 for f, s in seen if f < 4)  # never stepped before the first was done

@@ -6,7 +6,8 @@
   Mamba's training step against the lite transformer's at the same parameter count and batch
   (goal <= 2x).
 - On a GPU (:func:`gpu_fast_path`): each paper-scale transformer alone on the eager trainer and on
-  the fast path (:mod:`bwt_lite.fast_train`): steps/s, model TFLOP/s and MFU against the card's bf16 peak.
+  the fast path (:mod:`bwt_lite.fast_train`), and three of its seeds as one stacked model
+  (:mod:`bwt_lite.fast_stack`): steps/s, model TFLOP/s and MFU against the card's bf16 peak.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..fast_stack import stack_and_alone
 from ..fast_train import eager_and_fast
 from ..recipes import get_preset
 from ..tunnels import make_tunnel
@@ -72,7 +74,12 @@ def gpu_fast_path(device: torch.device, steps: int = 200,
     """Each paper-scale transformer alone, eager and fast path (:func:`bwt_lite.fast_train.eager_and_fast`)."""
     rows = []
     for tunnel in tunnels:
-        rows.append(eager_and_fast(get_preset(tunnel, "transformer", "paper"), device, steps=steps))
+        preset = get_preset(tunnel, "transformer", "paper")
+        row = eager_and_fast(preset, device, steps=steps)
+        torch.cuda.empty_cache()
+        stack = stack_and_alone(preset, device, steps=steps)  # three seeds as one stacked model
+        row.update({k: stack[k] for k in ("stack_steps_per_s", "stack_tflops", "stack_mfu", "seed_speedup")})
+        rows.append(row)
         torch.cuda.empty_cache()
     return rows
 
@@ -98,6 +105,9 @@ def format_goals(result: dict[str, Any]) -> list[str]:
         lines.append(f"{row['preset']} on {row['device']}: eager {row['eager_steps_per_s']:.1f} steps/s "
                      f"({row['eager_tflops']:.1f} TFLOP/s), fast path {row['fast_steps_per_s']:.1f} steps/s "
                      f"({row['fast_tflops']:.1f} TFLOP/s, MFU {row['fast_mfu']}), {row['speedup']:.1f}x")
+        if "stack_steps_per_s" in row:
+            lines.append(f"  3 seeds stacked: {row['stack_steps_per_s']:.1f} steps/s ({row['stack_tflops']:.1f} TFLOP/s, "
+                         f"MFU {row['stack_mfu']}), {row['seed_speedup']:.2f}x the seed-steps of one run")
     return lines
 
 
