@@ -128,14 +128,14 @@ def _round_shares(share: Tensor, dim: int) -> Tensor:
         before = torch.ones(n, n, dtype=torch.int64, device=share.device).tril(-1)  # [j, k] = [k < j]
         _BEFORE[key] = before.view(n, n, *(1,) * trailing)
     base = share.floor()
-    missing = base.sum(dim, keepdim=True).neg_().add_(100 - FLOOR_HUNDREDTHS * n)  # in 0..n-1, exact
+    minus_missing = base.sum(dim, keepdim=True).sub_(100 - FLOOR_HUNDREDTHS * n)  # -(0..n-1), exact
     frac = share - base
     d = (frac.unsqueeze(dim + 1) - frac.unsqueeze(dim)).view(torch.int64)  # [.., j, k, ..] = bits(f_j - f_k)
     d -= _BEFORE[key]
     d >>= 63
-    rank = d.sum(dim + 1).neg_()  # entries before each one
-    # The same whole numbers in float64, the extra hundredth added, then one conversion.
-    return base.add_(rank < missing).add_(FLOOR_HUNDREDTHS).to(torch.int64)
+    minus_rank = d.sum(dim + 1)  # -(the number of entries before each one)
+    # The same whole numbers in float64, the extra hundredth (rank < missing) added, then one conversion.
+    return base.add_(minus_rank > minus_missing).add_(FLOOR_HUNDREDTHS).to(torch.int64)
 
 
 def tokenize(T_hundredths: Tensor, E_hundredths: Tensor, obs: Tensor) -> Tensor:
@@ -212,6 +212,10 @@ class HMM(Tunnel):
                                   + self.seq_len)
         check_size("K", self.episode_bytes)
         self.positions = self.header_len + 1 + 2 * torch.arange(K)  # the symbol tokens
+        # A token row with every marker in place (the numbers are written over it): see _tokenize.
+        self._template = torch.full((self.seq_len,), self.OBS, dtype=torch.int64)
+        self._template[0], self._template[1 + S * S], self._template[2 + S * S + S * O] = \
+            self.TRANS, self.EMIT, self.SEP
 
     def config(self) -> dict[str, Any]:
         cfg = {"tunnel": self.name, "S": self.S, "O": self.O, "K": self.K, "variant": self.variant}
@@ -281,8 +285,9 @@ class HMM(Tunnel):
         (B, g), S, O, K = self._check_sample_args(batch_size, generator), self.S, self.O, self.K
         dev = g.device
         TE_h = self._sample_params(B, g)  # (B, S, S + O) int64 hundredths: [T | E]
-        r_state = torch.randint(0, 100, (B, K), generator=g, device=dev)
-        r_obs = torch.randint(0, 100, (B, K), generator=g, device=dev)
+        # The draws for the states and the symbols, (B, K) each, in one call (the generator fills a
+        # tensor in order: the same numbers as two calls), then the first state.
+        r_draws = torch.randint(0, 100, (2, B, K), generator=g, device=dev)
         s0 = torch.randint(0, S, (B,), generator=g, device=dev)
         # From here on the episode index is the last (contiguous) dimension: torch's kernels are slow
         # over innermost dimensions as short as S and O, fast over the B episodes.
@@ -294,8 +299,7 @@ class HMM(Tunnel):
         TE_u8 = TE_h_last.to(torch.uint8)
         T_cum = TE_u8[:, :S - 1].cumsum(1, dtype=torch.uint8)  # (S, S-1, B)
         E_cum = TE_u8[:, S:S + O - 1].cumsum(1, dtype=torch.uint8)  # (S, O-1, B)
-        r = torch.empty(2, K, B, dtype=torch.uint8, device=dev)
-        r[0], r[1] = r_state.t(), r_obs.t()
+        r = torch.empty(2, K, B, dtype=torch.uint8, device=dev).copy_(r_draws.transpose(1, 2))
         # step[t - 1, i, b]: the state at t if the state at t - 1 is i; following it is one gather a step.
         step = (T_cum.unsqueeze(0) <= r[0, 1:, None, None, :]).sum(2, dtype=torch.uint8).to(torch.int64)
         states = torch.empty(K, B, dtype=torch.int64, device=dev)
@@ -314,8 +318,17 @@ class HMM(Tunnel):
         """:func:`tokenize` without the argument checks, for ``[T | E]`` hundredths (B, S, S + O) this
         tunnel drew and symbols (B, K)."""
         B, S, O = obs.shape[0], self.S, self.O
-        x = torch.empty(B, self.seq_len, dtype=torch.int64, device=obs.device)
         e, sep = 1 + S * S, 2 + S * S + S * O  # positions of EMIT and SEP
+        if S == O:  # fewer operations: the markers from a template row, then T and E in one go
+            if self._template.device != obs.device:
+                self._template = self._template.to(obs.device)
+            x = self._template.expand(B, self.seq_len).clone()
+            # T[i, j] is at 1 + i S + j and E[i, o] at e + 1 + i S + o: [b, T|E, i, j] at 1 + (T|E) e + i S + j.
+            TE_view = x.as_strided((B, 2, S, S), (self.seq_len, e, S, 1), x.storage_offset() + 1)
+            torch.sub(TE_h.unflatten(2, (2, S)).transpose(1, 2), FLOOR_HUNDREDTHS, out=TE_view)
+            torch.add(obs, self.SYMBOL0, out=x[:, sep + 2::2])
+            return x
+        x = torch.empty(B, self.seq_len, dtype=torch.int64, device=obs.device)
         x[:, 0], x[:, e], x[:, sep] = self.TRANS, self.EMIT, self.SEP
         torch.sub(TE_h[..., :S], FLOOR_HUNDREDTHS, out=x[:, 1:e].view(B, S, S))
         torch.sub(TE_h[..., S:], FLOOR_HUNDREDTHS, out=x[:, e + 1:sep].view(B, S, O))
