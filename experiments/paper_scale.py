@@ -356,7 +356,7 @@ class Holder:
     """``train_together``'s ``hold``, which keeps the most wanted runs on time: ``order`` lists the kept runs
     (most wanted first), then the fillers. When a kept run, at its rate over the last few seconds, would
     not finish before the deadline (with 3 % to spare), every run after it in ``order`` is left unstepped
-    until the next call; otherwise all run."""
+    until the next call. Fillers train one at a time, in order."""
 
     def __init__(self, window: Window, kept: list, fillers: list, log):
         self.window, self.order, self.kept, self.log = window, list(kept) + list(fillers), {id(r) for r in kept}, log
@@ -381,7 +381,9 @@ class Holder:
         if state != self.holding:
             self.log(f"{len(held)} later run(s) held: {late[1]} would finish late" if held else "no run held")
         self.holding = state
-        return held
+        # fillers one at a time, in order: one that finishes is worth more than several half-trained
+        fillers = [r for r in self.order if id(r) not in self.kept and id(r) in live and not r.done]
+        return held | {id(r) for r in fillers[1:]}
 
 
 def pack(rows: list[dict], root: Path, dest: Path, log, earlier: list[dict] | None = None,

@@ -259,8 +259,12 @@ def test_paper_scale_holds_later_runs_while_a_wanted_one_is_late(experiments):
     holder = mod.Holder(window, [wanted, second], [filler], logs.append)
     assert holder([wanted, second, filler]) == {id(second), id(filler)}
     assert "hmm at 50 steps/s would finish late" in logs[-1]
-    window.rates[id(wanted)] = 500.0  # now on time (20 s to go): nothing held
-    assert holder([wanted, second, filler]) == set() and logs[-1] == "no run held"
+    window.rates[id(wanted)] = 500.0  # now on time (20 s to go): nothing held but the second filler
+    other = run("bijection", 100)
+    holder.order.append(other)
+    assert holder([wanted, second, filler, other]) == {id(other)} and logs[-1] == "no run held"
+    filler.done = True  # fillers train one at a time, in order
+    assert holder([wanted, second, filler, other]) == set()
     second.step_count = 0
     window.rates[id(second)] = 0.5  # the second kept run is late: only the filler after it waits
     assert holder([wanted, second, filler]) == {id(filler)}
