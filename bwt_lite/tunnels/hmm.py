@@ -228,7 +228,7 @@ class HMM(Tunnel):
         the normalised rows are more peaked than Dirichlet(1), so each symbol (and each transition) says
         more about the state; an easier task for the first steps of a curriculum."""
         u = torch.rand(*shape, generator=g, device=g.device, dtype=torch.float64)
-        gam = torch.log1p(u.neg_()).neg_()  # -log(1 - u): Exponential(1)
+        gam = u.neg_().log1p_().neg_()  # -log(1 - u): Exponential(1)
         return gam if self.sharpen == 1.0 else gam.pow_(self.sharpen)
 
     def sample_params(self, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -254,9 +254,11 @@ class HMM(Tunnel):
             # (:func:`_round_to_hundredths`'s, with rows summing to one and 100 - 5S > 0) are
             # written with the episodes last, [i, T|E, j, b], where the rounding runs over all
             # episodes at once and sample() wants them: (B, S, 2S) is returned as a view of that.
-            gam = gam.view(B, S, 2, S)
-            p = (gam / gam.sum(-1, keepdim=True)).clamp_min(FLOOR_HUNDREDTHS / 100)
-            excess, total = _excess(p / p.sum(-1, keepdim=True))
+            # (The same operations as below and in _excess, in place: fewer fresh tensors.)
+            p = gam.view(B, S, 2, S)
+            p.div_(p.sum(-1, keepdim=True)).clamp_min_(FLOOR_HUNDREDTHS / 100)
+            excess = p.div_(p.sum(-1, keepdim=True)).mul_(100.0).sub_(FLOOR_HUNDREDTHS).clamp_min_(0.0)
+            total = excess.sum(-1, keepdim=True)
             share = torch.mul(excess.permute(1, 2, 3, 0), 100 - FLOOR_HUNDREDTHS * S,
                               out=torch.empty(S, 2, S, B, dtype=torch.float64, device=dev))
             share /= total.permute(1, 2, 3, 0)
