@@ -128,7 +128,7 @@ def _round_shares(share: Tensor, dim: int) -> Tensor:
         before = torch.ones(n, n, dtype=torch.int64, device=share.device).tril(-1)  # [j, k] = [k < j]
         _BEFORE[key] = before.view(n, n, *(1,) * trailing)
     base = share.floor()
-    minus_missing = base.sum(dim, keepdim=True).sub_(100 - FLOOR_HUNDREDTHS * n)  # -(0..n-1), exact
+    minus_missing = base.sum(dim, keepdim=True).sub_(100 - FLOOR_HUNDREDTHS * n).to(torch.int64)  # -(0..n-1), exact
     frac = share - base
     d = (frac.unsqueeze(dim + 1) - frac.unsqueeze(dim)).view(torch.int64)  # [.., j, k, ..] = bits(f_j - f_k)
     d -= _BEFORE[key]
@@ -303,14 +303,16 @@ class HMM(Tunnel):
         E_cum = TE_u8[:, S:S + O - 1].cumsum(1, dtype=torch.uint8)  # (S, O-1, B)
         r = torch.empty(2, K, B, dtype=torch.uint8, device=dev).copy_(r_draws.transpose(1, 2))
         # step[t - 1, i, b]: the state at t if the state at t - 1 is i; following it is one gather a step.
-        step = (T_cum.unsqueeze(0) <= r[0, 1:, None, None, :]).sum(2, dtype=torch.uint8).to(torch.int64)
+        # (Counts of a comparison's bool result read as uint8: the same numbers without a converted copy.)
+        step = (T_cum.unsqueeze(0) <= r[0, 1:, None, None, :]).view(torch.uint8).sum(2, dtype=torch.uint8)
+        step = step.to(torch.int64)
         states = torch.empty(K, B, dtype=torch.int64, device=dev)
         states[0] = s0
         rows, maps = states.split(1), step.unbind(0)  # views made once: (1, B) and (S, B) per step
         for t in range(1, K):
             torch.gather(maps[t - 1], 0, rows[t - 1], out=rows[t])
         e_cum = E_cum.gather(0, states.unsqueeze(1).expand(K, O - 1, B))  # (K, O-1, B): cum. of s_t's row
-        obs = (e_cum <= r[1].unsqueeze(1)).sum(1, dtype=torch.uint8).to(torch.int64)  # (K, B)
+        obs = (e_cum <= r[1].unsqueeze(1)).view(torch.uint8).sum(1, dtype=torch.uint8).to(torch.int64)  # (K, B)
         TE = TE_h_last.to(torch.float64) / 100
         probs = forward_prob(TE[:, :S], TE[:, S:], obs)  # every probability is >= 0.05: see hmm_filter._FAST_MIN_EMIT
         return Episodes(inputs=self._tokenize(TE_h, obs.t()), positions=self.positions.to(dev),
