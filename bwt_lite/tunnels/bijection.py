@@ -23,6 +23,7 @@ from .base import Card, Episodes, Tunnel, check_size
 
 
 RANK_MAX_V = 64  # _ranked_permutations ranks rows up to this long by pairwise comparison (V^2 work a row)
+_COLUMNS: dict[tuple[int, str], torch.Tensor] = {}  # arange(V) as a column, by (V, device)
 
 
 def _ranked_permutations(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,7 +38,10 @@ def _ranked_permutations(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     ``argsort`` does, are sorted by ``argsort`` itself.
     """
     n, V = r.shape
-    arange = torch.arange(V, device=r.device).unsqueeze(1).expand(V, n)
+    key = (V, str(r.device))
+    if key not in _COLUMNS:
+        _COLUMNS[key] = torch.arange(V, device=r.device).unsqueeze(1)
+    arange = _COLUMNS[key].expand(V, n)
     if r.device.type != "cpu" or V > RANK_MAX_V or r.dtype not in (torch.float32, torch.float64):
         perm = r.argsort(dim=1).t()
         return perm, torch.empty_like(perm).scatter_(0, perm, arange)
