@@ -26,6 +26,7 @@ batch 16 and 10x at batch 64 (T = 37, d_inner = 336), the chunked scan 1.0-1.7x.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import torch
@@ -253,6 +254,28 @@ def _batch_major(t: torch.Tensor) -> torch.Tensor:
 
 
 SCAN_BLOCK = 8  # steps between the states the stepwise scan keeps for its backward pass (4-16 measured alike)
+_SCRATCH = threading.local()  # the stepwise scan's reusable CPU buffers, per thread (see _scratch)
+
+
+def _scratch(name: str, like: torch.Tensor, *shape: int) -> torch.Tensor:
+    """An uninitialised (``shape``) buffer of ``like``'s dtype and device, for use within one call only.
+
+    On a CPU the stepwise scan's work buffers (megabytes each) are kept from call to call, one per
+    name and thread: memory of that size freed goes back to the system, and touching it again after
+    a fresh allocation costs page faults, which measured about a tenth of a lite Mamba's training
+    step. On other devices (whose caching allocators already reuse memory) a new tensor."""
+    if like.device.type != "cpu":
+        return like.new_empty(shape)
+    buf = getattr(_SCRATCH, name, None)
+    if buf is None or buf.shape != shape or buf.dtype != like.dtype:
+        buf = like.new_empty(shape)
+        setattr(_SCRATCH, name, buf)
+    return buf
+
+
+def _time_major_scratch(name: str, t: torch.Tensor) -> torch.Tensor:
+    """:func:`_time_major` into the scratch buffer ``name``."""
+    return _scratch(name, t, t.shape[1], t.shape[0], *t.shape[2:]).copy_(t.transpose(0, 1))
 
 
 class _Stepwise(torch.autograd.Function):
@@ -276,29 +299,35 @@ class _Stepwise(torch.autograd.Function):
                 D: torch.Tensor, keep_states: bool, block: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         batch, T, di = u.shape
         N = A.shape[1]
-        u_, dt_, B_, C_ = _time_major(u, dt, B, C)  # (T, batch, .): every tensor in one layout
-        du = dt_ * u_
+        # (T, batch, .): every tensor in one layout. Buffers used only within this call are scratch.
+        u_, dt_, B_, C_ = (_time_major_scratch("f_" + k, t) for k, t in zip("udBC", (u, dt, B, C)))
+        du = torch.mul(dt_, u_, out=_scratch("f_du", u, T, batch, di))
         A2 = (A.T * LOG2_E).contiguous()  # (N, d_inner): a_t = 2^(dt_t A2)
         hs = u.new_empty(T if keep_states else (T - 1) // block, batch, N, di)  # every state, or the block ends
-        h, a = u.new_empty(batch, N, di), u.new_empty(batch, N, di)
-        ys = u.new_empty(T, batch, 1, di)
+        h, a = _scratch("f_h", u, batch, N, di), _scratch("f_a", u, batch, N, di)
+        ys = _scratch("f_ys", u, T, batch, 1, di)
+        # Every step's slices as views made once (indexing per step costs about a tenth of the step):
+        # dt_t and du_t (batch, 1, d_inner), B_t (batch, N, 1), C_t (batch, 1, N), y_t (batch, 1, d_inner).
+        dts, dus, Bs, Cs = dt_.unsqueeze(2).unbind(0), du.unsqueeze(2).unbind(0), B_.unsqueeze(3).unbind(0), \
+            C_.unsqueeze(2).unbind(0)
+        y_rows = ys.unbind(0)
         for t in range(T):
             if keep_states:
                 h = hs[t]
             if t == 0:
-                torch.mul(B_[0, :, :, None], du[0, :, None, :], out=h)
+                torch.mul(Bs[0], dus[0], out=h)
             else:
-                torch.mul(dt_[t, :, None, :], A2, out=a)
+                torch.mul(dts[t], A2, out=a)
                 a.exp2_()
                 if keep_states:
                     torch.mul(hs[t - 1], a, out=h)
                 else:
                     h.mul_(a)
-                h.addcmul_(B_[t, :, :, None], du[t, :, None, :])
-            torch.bmm(C_[t, :, None, :], h, out=ys[t])
+                h.addcmul_(Bs[t], dus[t])
+            torch.bmm(Cs[t], h, out=y_rows[t])
             if not keep_states and t % block == block - 1 and t + 1 < T:
                 hs[t // block].copy_(h)
-        y = _batch_major(ys.squeeze(2) + u_ * D)
+        y = _batch_major(ys.squeeze(2).addcmul_(u_, D))  # + D u_t
         ctx.keep_states, ctx.block = keep_states, block
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(u, dt, A, B, C, D, hs)
@@ -316,47 +345,60 @@ class _Stepwise(torch.autograd.Function):
         keep, K = ctx.keep_states, ctx.block
         batch, T, di = u.shape
         N = A.shape[1]
-        dy_, u_, dt_, B_, C_ = _time_major(dy, u, dt, B, C)
-        du = dt_ * u_
+        dy_, u_, dt_, B_, C_ = (_time_major_scratch("b_" + k, t) for k, t in zip(("dy", "u", "dt", "B", "C"),
+                                                                                 (dy, u, dt, B, C)))
+        du = torch.mul(dt_, u_, out=_scratch("b_du", u, T, batch, di))
         A2, At = (A.T * LOG2_E).contiguous(), A.T.contiguous()
-        g, x = u.new_empty(batch, N, di), u.new_empty(batch, N, di)  # G_t; scratch
-        g_A, g_A_block = u.new_zeros(batch, N, di), u.new_zeros(batch, N, di)  # dL/dA: total, this block's
-        g_du, g_B, g_C = u.new_empty(T, batch, 1, di), u.new_empty(T, batch, 1, N), u.new_empty(T, batch, 1, N)
-        g_dt = u.new_empty(T, batch, di)
+        g, x = _scratch("b_g", u, batch, N, di), _scratch("b_x", u, batch, N, di)  # G_t; scratch
+        # dL/dA: total, this block's
+        g_A, g_A_block = _scratch("b_gA", u, batch, N, di).zero_(), _scratch("b_gAb", u, batch, N, di).zero_()
+        g_du, g_B, g_C = _scratch("b_gdu", u, T, batch, 1, di), _scratch("b_gB", u, T, batch, 1, N), \
+            _scratch("b_gC", u, T, batch, 1, N)
+        g_dt = _scratch("b_gdt", u, T, batch, di)
         g_dt[0] = 0  # h_{-1} = 0: dt_0 enters through dt_0 u_0 only
         L = min(K, T)
-        a = u.new_empty(L, batch, N, di)  # the block's decays
-        hb = None if keep else u.new_empty(L, batch, N, di)  # the block's states, recomputed
+        a = _scratch("b_a", u, L, batch, N, di)  # the block's decays
+        hb = None if keep else _scratch("b_hb", u, L, batch, N, di)  # the block's states, recomputed
+
+        # Every step's slices as views made once (see forward): dt_t, du_t, dy_t (batch, 1, d_inner); B_t
+        # and C_t (batch, N, 1) and (batch, 1, N); the outputs' rows; the block buffers' and states' steps.
+        dts, dus, dys = dt_.unsqueeze(2).unbind(0), du.unsqueeze(2).unbind(0), dy_.unsqueeze(2).unbind(0)
+        B_cols, B_rows, C_cols = B_.unsqueeze(3).unbind(0), B_.unsqueeze(2).unbind(0), C_.unsqueeze(3).unbind(0)
+        g_dus, g_Bs, g_Cs, g_dts = g_du.unbind(0), g_B.unbind(0), g_C.unbind(0), g_dt.unbind(0)
+        a_s, hb_s, hs_s = a.unbind(0), None if keep else hb.unbind(0), hs.unbind(0)
+        g_mT = g.mT
 
         def state(t: int, s: int) -> torch.Tensor:  # h_t, t >= s - 1, in the block starting at s
-            return hs[t] if keep else (hb[t - s] if t >= s else hs[t // K])
+            return hs_s[t] if keep else (hb_s[t - s] if t >= s else hs_s[t // K])
 
-        torch.mul(C_[T - 1, :, :, None], dy_[T - 1, :, None, :], out=g)  # G_{T-1}
+        torch.mul(C_cols[T - 1], dys[T - 1], out=g)  # G_{T-1}
         for s in range(((T - 1) // K) * K, -1, -K):  # blocks, the last first
             e = min(s + K, T)
             if s == 0 and not keep:
-                torch.mul(B_[0, :, :, None], du[0, :, None, :], out=hb[0])
+                torch.mul(B_cols[0], dus[0], out=hb_s[0])
             for t in range(max(s, 1), e):  # the block's decays and (unless kept) states, step by step
-                torch.mul(dt_[t, :, None, :], A2, out=a[t - s])
-                a[t - s].exp2_()
+                torch.mul(dts[t], A2, out=a_s[t - s])
+                a_s[t - s].exp2_()
                 if not keep:
-                    torch.mul(state(t - 1, s), a[t - s], out=hb[t - s])
-                    hb[t - s].addcmul_(B_[t, :, :, None], du[t, :, None, :])
+                    torch.mul(state(t - 1, s), a_s[t - s], out=hb_s[t - s])
+                    hb_s[t - s].addcmul_(B_cols[t], dus[t])
             for t in range(e - 1, s - 1, -1):  # g holds G_t
-                torch.bmm(B_[t, :, None, :], g, out=g_du[t])
-                torch.bmm(du[t, :, None, :], g.mT, out=g_B[t])  # (this product form is the fast one)
-                torch.bmm(dy_[t, :, None, :], state(t, s).mT, out=g_C[t])
+                torch.bmm(B_rows[t], g, out=g_dus[t])
+                torch.bmm(dus[t], g_mT, out=g_Bs[t])  # (this product form is the fast one)
+                torch.bmm(dys[t], state(t, s).mT, out=g_Cs[t])
                 if t > 0:
-                    g.mul_(a[t - s])  # a_t G_t
+                    g.mul_(a_s[t - s])  # a_t G_t
                     torch.mul(g, state(t - 1, s), out=x)  # dL/d(dt_t A)
-                    g_A_block.addcmul_(x, dt_[t, :, None, :])
-                    torch.sum(x.mul_(At), 1, out=g_dt[t])
-                    g.addcmul_(C_[t - 1, :, :, None], dy_[t - 1, :, None, :])  # G_{t-1}
+                    g_A_block.addcmul_(x, dts[t])
+                    torch.sum(x.mul_(At), 1, out=g_dts[t])
+                    g.addcmul_(C_cols[t - 1], dys[t - 1])  # G_{t-1}
             g_A += g_A_block  # summed block by block: rounding grows with T / block + block, not T
             g_A_block.zero_()
         g_du = g_du.squeeze(2)  # (T, batch, d_inner)
-        return (_batch_major(torch.addcmul(dy_ * D, g_du, dt_)), _batch_major(g_dt.addcmul_(g_du, u_)),
-                g_A.sum(0).T, _batch_major(g_B.squeeze(2)), _batch_major(g_C.squeeze(2)), (dy_ * u_).sum((0, 1)),
+        g_D = torch.mul(dy_, u_, out=_scratch("b_dyu", u, T, batch, di)).sum((0, 1))
+        g_u = torch.mul(dy_, D, out=_scratch("b_gu", u, T, batch, di)).addcmul_(g_du, dt_)
+        return (_batch_major(g_u), _batch_major(g_dt.addcmul_(g_du, u_)),
+                g_A.sum(0).T, _batch_major(g_B.squeeze(2)), _batch_major(g_C.squeeze(2)), g_D,
                 None, None)
 
 
