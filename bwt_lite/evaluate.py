@@ -66,6 +66,8 @@ def evaluate(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 2048, seed:
     """Evaluate on ``episodes`` fresh held-out episodes (generator seeded ``EVAL_SEED_BASE + seed``)."""
     parts: dict[str, list[torch.Tensor]] = {}
     for ep, out in held_out_batches(model, tunnel, episodes, seed, batch_size, device):
+        if not torch.isfinite(out).all():
+            raise FloatingPointError("the model's outputs are not finite (NaN or inf): its training diverged")
         if ep.probs is None:
             scores = gaussian_scores(out, ep.mean, ep.var)
         else:

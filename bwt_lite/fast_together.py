@@ -19,7 +19,7 @@ def train_together(runs: Sequence[Any], *, max_active: int | None = None,
                    state_every_s: float = 180.0, on_done: Callable[[Any], None] | None = None,
                    log: Callable[[str], None] = print, log_every_s: float = 30.0,
                    hold: Callable[[list[Any]], set[int]] | None = None,
-                   hold_every_s: float = 5.0) -> tuple[list[Any], list[Any]]:
+                   hold_every_s: float = 5.0, on_fail: Callable[[Any, Exception], None] | None = None) -> tuple[list[Any], list[Any]]:
     """Train ``runs`` side by side, one step of each active run in turn, until all are done or
     ``deadline`` (a ``time.time()``) passes; returns (finished runs, runs stopped by the deadline).
 
@@ -30,7 +30,9 @@ def train_together(runs: Sequence[Any], *, max_active: int | None = None,
     run is evaluated; every ``state_every_s`` seconds each active run at a chunk boundary goes to
     ``on_state`` (to save a resume state), and at the deadline every stopped run does; ``on_done``
     gets each run as it finishes. Every ``hold_every_s`` seconds ``hold(active runs)`` may name runs
-    (by ``id``) to leave unstepped until its next call, e.g. to give a wanted run the whole GPU.
+    (by ``id``) to leave unstepped until its next call, e.g. to give a wanted run the whole GPU. A run
+    whose step or evaluation raises (a diverged run) goes to ``on_fail(run, error)`` and the others
+    go on; without ``on_fail`` the error propagates.
     """
     waiting = list(enumerate(runs))
     active: list[Any] = []
@@ -45,7 +47,7 @@ def train_together(runs: Sequence[Any], *, max_active: int | None = None,
             index, run = item
             if admit is None or admit(index):
                 waiting.remove(item)
-                active.append(run() if callable(run) else run)  # a builder, or a Any / SeedStack
+                active.append(run() if callable(run) else run)  # a builder, or a FastRun / SeedStack
 
     fill()
     if hold is not None:
@@ -58,7 +60,15 @@ def train_together(runs: Sequence[Any], *, max_active: int | None = None,
             if not run.done and (id(run) in held or not run.ready()):
                 continue
             stepped = True
-            _advance(run, eval_every, log)
+            try:
+                _advance(run, eval_every, log)
+            except Exception as e:  # e.g. a run whose training diverged: the others go on
+                if on_fail is None:
+                    raise
+                active.remove(run)
+                on_fail(run, e)
+                fill()
+                continue
             if run.done:
                 active.remove(run)
                 finished.append(run)
@@ -66,9 +76,7 @@ def train_together(runs: Sequence[Any], *, max_active: int | None = None,
                     on_done(run)
                 fill()
         if not stepped:  # every run has a full queue (or is held): wait for the oldest step of one of them
-            waiting_on = [r for r in active if r.pending]
-            if waiting_on:
-                waiting_on[0].pending[0].synchronize()
+            _wait_for_one(active)
         now = time.time()
         if hold is not None and now - last_hold >= hold_every_s:
             held = hold(active)
@@ -82,12 +90,24 @@ def train_together(runs: Sequence[Any], *, max_active: int | None = None,
             log(" | ".join(f"{r.label} {r.step_count:,}" for r in active))
             last_log = now
             fill()  # a run that did not fit before may fit at the throughput measured since
-    for run in active:  # stopped by the deadline: finish the chunk, so the state resumes exactly
+    _stop_at_chunk(active, on_state)
+    return finished, active
+
+
+def _wait_for_one(active: list[Any]) -> None:
+    """Wait for the oldest queued GPU step of the first run that has one (on a CPU nothing is queued)."""
+    waiting_on = [r for r in active if r.pending]
+    if waiting_on:
+        waiting_on[0].pending[0].synchronize()
+
+
+def _stop_at_chunk(active: list[Any], on_state: Callable[[Any], None] | None) -> None:
+    """Runs stopped by the deadline: each finishes its chunk, so that its state resumes exactly, and is saved."""
+    for run in active:
         while run.step_count % run.chunk and not run.done:
             run.step()
         if on_state is not None:
             on_state(run)
-    return finished, active
 
 
 def _advance(run: Any, eval_every: int | None, log: Callable[[str], None]) -> None:

@@ -93,7 +93,9 @@ class FastRun:
             raise ValueError("graph=True needs a CUDA device")
         if resume is not None and resume.step % chunk:
             raise ValueError(f"a fast run resumes at a multiple of chunk={chunk} steps, not at step {resume.step}")
-        self.chunk, self.warmup = chunk, warmup
+        # a compiled forward loaded from torch's on-disk cache finishes setting up on its first calls, which
+        # a graph capture cannot hold (seen on an H200: a CPU-to-GPU copy): compiled runs capture after 3 steps
+        self.chunk, self.warmup = chunk, max(warmup, 3) if compile else warmup
         self.tunnel = make_tunnel(**preset.tunnel)
         self.easy = easy_tunnel(preset.tunnel, self.cfg)  # a curriculum's first steps (None without one)
         if self.cfg.easy_steps % chunk:

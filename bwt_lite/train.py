@@ -244,11 +244,15 @@ def evaluation_row(scored: WindTunnelModel, tunnel: Tunnel, cfg: TrainConfig, de
 
     Raises :class:`FloatingPointError` when the held-out metrics are not finite (training diverged).
     """
-    res = evaluate(scored, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
+    hint = "resume with amp='off' (bwt train --amp off)" if amp else "lower the learning rate"
+    try:
+        res = evaluate(scored, tunnel, episodes=cfg.eval_episodes, seed=cfg.seed, device=device)
+    except FloatingPointError as e:
+        raise FloatingPointError(f"{desc}: training diverged by step {done} ({e}); the last periodic "
+                                 f"checkpoint is kept: {hint}") from None
     row = {"step": done, "loss": loss, "entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits,
            "accuracy": res.accuracy, "elapsed_s": elapsed_s}
     if not (math.isfinite(res.entropy_mae_bits) and math.isfinite(res.kl_bits)):
-        hint = "resume with amp='off' (bwt train --amp off)" if amp else "lower the learning rate"
         raise FloatingPointError(f"{desc}: training diverged by step {done} (held-out metrics are not finite); "
                                  f"the last periodic checkpoint is kept: {hint}")
     return row

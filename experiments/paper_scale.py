@@ -29,12 +29,15 @@ step one graph). In order:
    15 MiB) when this window trained it, for ``experiments/paper_scale_claims.py``; the packs together stay
    under ``--pack-mb`` (what a lent GPU machine can send back).
 
-    python experiments/paper_scale.py --cells hmm:0 regression bijection recall --seeds 0 1 2 \\
-        --compile hmm --fill --earlier-runs bwt_lite/data/paper_scale_runs.json --budget-s 520 --root DIR --pack OUT
+    python experiments/paper_scale.py --cells hmm:1 regression recall hmm:2 --seeds 0 1 2 --compile hmm \\
+        --fill --earlier-runs bwt_lite/data/paper_scale_runs.json --budget-s 555 --root DIR --pack OUT
     python experiments/paper_scale.py --cells recurrence recurrence-opaque recurrence-h5 recurrence-h3 \\
         --seeds 0 --budget-s 480 --root DIR --pack OUT   # chapter 13's tunnel at the authors' 6 x 192
 
 A cell may name its own seeds (``hmm:0`` or ``recall:1,2``); ``--seeds`` gives the others theirs.
+What one H200 measured (2026-11-28, ``bwt_lite/data/paper_scale_runs.json``): the HMM model 95 steps/s
+alone, 143 with ``--compile`` (the other cells not tried compiled); a stack of 3 seeds no faster than
+the seeds one after another (bijection 1.01x, HMM 0.78x), so ``--stack`` is off by default.
 ``--steps N`` shortens every run to N steps (a smoke run: ``--steps 16 --device cpu``).
 """
 from __future__ import annotations
@@ -277,6 +280,16 @@ class Window:
         run.release()
         torch.cuda.empty_cache() if self.device.type == "cuda" else None
 
+    def fail(self, run: FastRun | SeedStack, error: Exception) -> None:
+        """A unit whose training failed (e.g. diverged): each seed recorded with the error, nothing saved."""
+        for i, p in enumerate(run.presets):
+            self.record(run, i)
+            self.rows[self.key(p)].update(failed=f"{type(error).__name__}: {str(error)[:400]}", complete=False)
+        self.log(f"{run.label}: failed at step {run.step_count:,} ({type(error).__name__}: {str(error)[:300]}); "
+                 f"the other units go on")
+        run.release()
+        torch.cuda.empty_cache() if self.device.type == "cuda" else None
+
     def record(self, run: FastRun | SeedStack, i: int, meta: dict | None = None, scores: dict | None = None) -> None:
         p = run.presets[i]
         t_start, step0 = self.started[id(run)]
@@ -390,7 +403,8 @@ def pack(rows: list[dict], root: Path, dest: Path, log, earlier: list[dict] | No
          limit_bytes: float = math.inf, order: list[str] | None = None) -> dict[str, Any]:
     """The median seed (by entropy MAE; of two, the worse) of each cell's finished seeds, over ``rows`` and
     the ``earlier`` windows' rows, tarred into ``dest`` in parts of at most :data:`PART_BYTES` when it
-    was trained here (its folder is under ``root``); cells in ``order`` first, the packs together under
+    was trained here (its folder is under ``root``); when it was not, the seed trained here nearest to
+    it in entropy MAE, marked as its stand-in. Cells in ``order`` first, the packs together under
     ``limit_bytes``."""
     dest.mkdir(parents=True, exist_ok=True)
     chosen: dict[str, Any] = {}
@@ -410,21 +424,33 @@ def pack(rows: list[dict], root: Path, dest: Path, log, earlier: list[dict] | No
         if not done:
             continue
         median = done[len(done) // 2]
-        folder = root / median["checkpoint"] if median.get("checkpoint") else None
-        here = not median.get("earlier_record") and folder is not None and (folder / "model.safetensors").exists()
         chosen[c] = {"seed": median["seed"], "checkpoint": median.get("checkpoint"), "of_seeds": len(done),
                      "packed": False}
-        if not here:
-            log(f"{c}: the median of {len(done)} seeds is seed {median['seed']}, trained in an earlier window: "
-                f"nothing to pack")
-            continue
+
+        def here(r: dict) -> bool:
+            return (not r.get("earlier_record") and bool(r.get("checkpoint"))
+                    and (root / r["checkpoint"] / "model.safetensors").exists())
+
+        pick = median
+        if not here(median):  # an earlier window's seed, whose checkpoint went with its machine
+            mine = [r for r in done if here(r)]
+            if not mine:
+                log(f"{c}: the median of {len(done)} seeds is seed {median['seed']}, trained in an earlier window: "
+                    f"nothing to pack")
+                continue
+            pick = min(mine, key=lambda r: abs(r["entropy_mae_bits"] - median["entropy_mae_bits"]))
+            chosen[c]["stand_in"] = {"seed": pick["seed"], "checkpoint": pick["checkpoint"]}
+            log(f"{c}: the median of {len(done)} seeds is seed {median['seed']} ({median['entropy_mae_bits']:.5f} "
+                f"bits), trained in an earlier window whose checkpoint is not here: packing seed {pick['seed']} "
+                f"({pick['entropy_mae_bits']:.5f} bits), the nearest to it, in its place")
+        folder = root / pick["checkpoint"]
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for f in ("checkpoint.json", "model.safetensors"):
-                tar.add(folder / f, arcname=f"{median['checkpoint']}/{f}")
+                tar.add(folder / f, arcname=f"{pick['checkpoint']}/{f}")
         data = buf.getvalue()
         if used + len(data) > limit_bytes:
-            log(f"{c}: seed {median['seed']} ({len(data) / 1e6:.1f} MB) would pass the {limit_bytes / 1e6:.0f} MB "
+            log(f"{c}: seed {pick['seed']} ({len(data) / 1e6:.1f} MB) would pass the {limit_bytes / 1e6:.0f} MB "
                 f"that can come back: not packed")
             continue
         used += len(data)
@@ -432,8 +458,37 @@ def pack(rows: list[dict], root: Path, dest: Path, log, earlier: list[dict] | No
         for i in range(parts):
             (dest / f"{c}.tar.{i}").write_bytes(data[i * PART_BYTES:(i + 1) * PART_BYTES])
         chosen[c]["packed"] = True
-        log(f"packed {c} seed {median['seed']}, the median of {len(done)} ({len(data) / 1e6:.1f} MB, {parts} part(s))")
+        log(f"packed {c} seed {pick['seed']} ({len(data) / 1e6:.1f} MB, {parts} part(s))")
     return chosen
+
+
+def train_units(window: Window, todo: list[list[Preset]], deadline: float, log) -> None:
+    """Probe the units in order (kept, filler or dropped), then train the kept units and the fillers side by side."""
+    a = window.a
+    kept, fillers, kept_s = [], [], 0.0
+    for unit in todo:
+        free = window.time_left() - (0.0 if a.fill else kept_s)
+        if free < 0.5 * unit[0].train.steps / assumed_rate(unit):
+            log(f"{describe(unit)}: not tried: even at twice the plan's rate it would not fit")
+            for p in unit:
+                window.rows[window.key(p)] = window.row(p, skipped="did not fit the budget")
+            continue
+        run, need, fits = keep_or_drop(window, unit, kept_s, log)
+        if run is not None and fits:
+            kept.append(run)
+            kept_s += need
+        elif run is not None:
+            fillers.append(run)
+    for run in kept + fillers:
+        window.together[id(run)] = (time.perf_counter(), run.step_count)
+    finished, stopped = train_together(
+        kept + fillers, deadline=deadline - EVAL_RESERVE_S, eval_every=a.eval_every, on_state=window.save_state,
+        state_every_s=a.state_every_s, on_done=window.finish, log=log, on_fail=window.fail,
+        hold=Holder(window, kept, fillers, log) if len(kept) + len(fillers) > 1 and kept else None)
+    for run in stopped:
+        for i, p in enumerate(run.presets):
+            window.record(run, i)
+        log(f"{run.label}: stopped by the budget at step {run.step_count:,}; resume states under {a.root}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -446,7 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=480.0, help="wall seconds from start to the last saved result")
     p.add_argument("--device", default="cuda")
     p.add_argument("--amp", default="auto", help="mixed precision (auto: bf16 where the GPU computes in it)")
-    p.add_argument("--no-stack", action="store_true", help="one run per seed instead of a cell's seeds as one stack")
+    p.add_argument("--stack", action="store_true",
+                   help="a cell's seeds as one stacked model (measured on an H200: no faster than one after another)")
     p.add_argument("--compile", nargs="*", default=[], help="cells whose forward goes through torch.compile")
     p.add_argument("--probe-steps", type=int, default=200, help="steps each unit trains alone before it is kept")
     p.add_argument("--fill", action="store_true",
@@ -491,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(r)
     window = Window(a, device, deadline, log)
     a.root.mkdir(parents=True, exist_ok=True)
-    todo = [u for u in units([r for r in runs if not window.finished_here(r)], not a.no_stack, window.compiled)]
+    todo = [u for u in units([r for r in runs if not window.finished_here(r)], a.stack, window.compiled)]
     plan(todo, a.budget_s, log)
     result: dict[str, Any] = {"device": name, "torch": torch.__version__, "budget_s": a.budget_s,
                               "command": " ".join(["python", "experiments/paper_scale.py", *(argv or sys.argv[1:])]),
@@ -529,30 +585,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['seed_speedup']:.2f}x the seed-steps")
         torch.cuda.empty_cache() if device.type == "cuda" else None
     t_train = time.time()
-    kept, fillers, kept_s = [], [], 0.0
-    for unit in todo:
-        free = window.time_left() - (0.0 if a.fill else kept_s)
-        if free < 0.5 * unit[0].train.steps / assumed_rate(unit):
-            log(f"{describe(unit)}: not tried: even at twice the plan's rate it would not fit")
-            for p in unit:
-                window.rows[window.key(p)] = window.row(p, skipped="did not fit the budget")
-            continue
-        run, need, fits = keep_or_drop(window, unit, kept_s, log)
-        if run is not None and fits:
-            kept.append(run)
-            kept_s += need
-        elif run is not None:
-            fillers.append(run)
-    for run in kept + fillers:
-        window.together[id(run)] = (time.perf_counter(), run.step_count)
-    finished, stopped = train_together(
-        kept + fillers, deadline=deadline - EVAL_RESERVE_S, eval_every=a.eval_every, on_state=window.save_state,
-        state_every_s=a.state_every_s, on_done=window.finish, log=log,
-        hold=Holder(window, kept, fillers, log) if len(kept) + len(fillers) > 1 and kept else None)
-    for run in stopped:
-        for i, p in enumerate(run.presets):
-            window.record(run, i)
-        log(f"{run.label}: stopped by the budget at step {run.step_count:,}; resume states under {a.root}")
+    error = None
+    try:  # whatever happens, the record and the packs of what finished are written
+        train_units(window, todo, deadline, log)
+    except Exception as e:  # recorded, then raised again once the record is written
+        error = e
+        result["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+        log(f"stopped by an error: {result['error']}")
     wall = time.time() - t_train
     rows = [window.rows[window.key(p)] for p in runs if window.key(p) in window.rows]
     total = sum(r.get("steps_this_window", 0) * r["flops_per_step"] for r in rows)
@@ -567,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
                                 limit_bytes=a.pack_mb * 1e6, order=order)
     write(a.out, result)
     log(f"total {time.time() - t_start:.0f} s")
+    if error is not None:
+        raise error
     return 0
 
 

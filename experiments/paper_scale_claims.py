@@ -27,13 +27,17 @@ from _common import write
 
 
 def attach_runs(result: dict[str, Any], windows: dict[str, Any]) -> None:
-    """Each measured model gets the scores of every seed of its preset trained to the same schedule, and the
-    GPU figures of its own run (steps/s, TFLOP/s, MFU, wall time, the runs beside it)."""
+    """Each model (measured now, or earlier for carried rows) gets the scores of every seed of its preset
+    trained as far on the same schedule, and the GPU figures of its own run (steps/s, TFLOP/s, MFU, wall
+    time, the runs beside it)."""
     runs = [r for w in windows["windows"] for r in w.get("runs", []) if r.get("complete") and "entropy_mae_bits" in r]
     together = {r["key"]: sum(1 for o in w.get("runs", []) if o.get("steps_this_window")) for w in windows["windows"]
                 for r in w.get("runs", [])}
-    for model in result["models"]:
-        same = [r for r in runs if r["name"] == model["name"] and r["schedule_steps"] == model["schedule_steps"]]
+    for model in result["models"] + result.get("earlier_models", []):
+        same = [r for r in runs if r["name"] == model["name"] and r["schedule_steps"] == model["schedule_steps"]
+                and r["steps"] == model["steps"]]
+        if not same:  # an earlier, shorter run that no window's record holds: its own record stays
+            continue
         model["seeds"] = [{k: r[k] for k in ("seed", "entropy_mae_bits", "kl_bits", "accuracy")}
                           for r in sorted(same, key=lambda r: r["seed"])]
         mine = [r for r in same if r["key"] == model["key"]]

@@ -191,13 +191,15 @@ def test_paper_scale_packs_the_median_seed_in_parts(experiments, tmp_path):
     chosen = pack(rows, root, tmp_path / "out", print)
     assert chosen == {"bijection": {"seed": 2, "checkpoint": "c", "of_seeds": 3, "packed": True}}
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["bijection.tar.0"]
-    # with two seeds from an earlier window's record (their folders are gone), the median is one of those
+    # with two seeds from an earlier window's record (their folders are gone), the median is one of those,
+    # and the seed trained here nearest to it in score is packed in its place
     earlier = [{"tunnel": "bijection", "cell": "bijection", "name": "bij", "schedule_steps": steps, "seed": s,
                 "complete": True, "entropy_mae_bits": mae, "checkpoint": n}
                for s, mae, n, steps in ((3, 0.015, "a", 9), (4, 0.016, "b", 9), (5, 0.0, "c", 5))]  # 5: a shorter schedule
     chosen = pack(rows, root, tmp_path / "out2", print, earlier=earlier)
-    assert chosen["bijection"] == {"seed": 4, "checkpoint": "b", "of_seeds": 5, "packed": False}
-    assert not list((tmp_path / "out2").iterdir())
+    assert chosen["bijection"] == {"seed": 4, "checkpoint": "b", "of_seeds": 5, "packed": True,
+                                   "stand_in": {"seed": 2, "checkpoint": "c"}}
+    assert [p.name for p in (tmp_path / "out2").iterdir()] == ["bijection.tar.0"]
     # the packs stay under the limit (a tar is at least 10 KiB): the first cell in order is packed, the next not
     rows.append({"tunnel": "hmm", "name": "hmm", "seed": 1, "complete": True, "entropy_mae_bits": 0.01, "checkpoint": "a"})
     chosen = pack(rows, root, tmp_path / "out3", print, limit_bytes=15_000, order=["hmm", "bijection"])

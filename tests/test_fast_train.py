@@ -124,3 +124,21 @@ def test_a_held_run_waits_until_hold_lets_it_go():
     finished, _ = train_together([first, second], hold=hold, hold_every_s=0.0, log=lambda line: None)
     assert finished == [first, second]
     assert all(s == 0 for f, s in seen if f < 4)  # never stepped before the first was done
+
+
+def test_a_run_that_fails_is_set_aside_and_the_others_go_on():
+    good = FastRun(tiny("bijection", steps=4), "cpu", chunk=2)
+    bad = FastRun(tiny("regression", steps=4), "cpu", chunk=2)
+    with torch.no_grad():  # a diverged run: NaN weights, so its evaluation fails
+        next(bad.model.parameters()).fill_(float("nan"))
+    failed = []
+    finished, stopped = train_together([bad, good], on_fail=lambda r, e: failed.append((r, e)),
+                                       log=lambda line: None)
+    assert finished == [good] and not stopped
+    assert failed[0][0] is bad and isinstance(failed[0][1], FloatingPointError)
+    assert "regression-transformer-lite" in str(failed[0][1]) and "diverged by step 4" in str(failed[0][1])
+    bad = FastRun(tiny("regression", steps=4), "cpu", chunk=2)
+    with torch.no_grad():
+        next(bad.model.parameters()).fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="outputs are not finite"):  # without on_fail: raised
+        train_together([bad], log=lambda line: None)

@@ -93,3 +93,36 @@ def test_html_tables_anchor_each_row_and_filter_by_id():
     assert one.count('<tr id="paper-scale-') == 1 and one.count("<li>") == 2 and "1 claim:" in one
     assert "<li>bijection:" in one and "<li>hmm:" in one
     assert paper_scale_html(["recall-transformer"]).count("<li>") == 1
+
+
+def test_carried_rows_name_the_models_they_were_measured_on():
+    from bwt_lite.claims import Claim
+    from bwt_lite.claims.paper_scale import models_measured
+
+    def row(cid, carried):
+        return Claim(id=cid, claim="", source="", chapter="", paper="", ours="", verdict="partly", reason="",
+                     details={"carried": True} if carried else {})
+
+    recorded = {"models": [{"tunnel": "hmm", "key": "new-hmm"}],
+                "earlier_models": [{"tunnel": "bijection", "key": "full-bij", "rows": ["bijection-headline"]},
+                                   {"tunnel": "bijection", "key": "short-bij", "rows": ["layer-ablation"]},
+                                   {"tunnel": "hmm", "key": "short-hmm", "rows": ["layer-ablation"]}]}
+    keys = lambda rows: [m["key"] for m in models_measured(recorded, rows)]  # noqa: E731
+    assert keys([row("hmm-transformer", False)]) == ["new-hmm"]
+    assert keys([row("bijection-headline", True)]) == ["full-bij"]
+    assert keys([row("layer-ablation", True)]) == ["short-bij", "short-hmm"]
+    old = {"models": [], "earlier_models": [{"tunnel": "bijection", "key": "x"}]}  # before models listed their rows
+    assert [m["key"] for m in models_measured(old, [row("bijection-headline", True)])] == ["x"]
+
+
+def test_trained_text_says_when_the_model_is_not_the_median_seed():
+    model = {"tunnel": "bijection", "layers": 6, "d_model": 192, "parameters": 2677440, "steps": 50000,
+             "schedule_steps": 50000, "batch_size": 256, "train_time_s": 504.0, "seed": 1,
+             "trained_on": {"device_name": "NVIDIA H200", "precision": "bf16 autocast", "compile": True},
+             "seeds": [{"seed": 0, "entropy_mae_bits": 0.0097}, {"seed": 1, "entropy_mae_bits": 0.0098},
+                       {"seed": 2, "entropy_mae_bits": 0.0096}]}
+    text = trained_text(model)
+    assert "(bf16 autocast, torch.compile)" in text
+    assert "seed 1 (0.0098 bits), not the median of the 3 seeds, seed 0, whose checkpoint was not kept" in text
+    model["seed"] = 0
+    assert "seed 0, the median of 3 seeds" in trained_text(model)

@@ -105,7 +105,8 @@ def measure(directory: Path | str, device: str | torch.device = "cpu", budget: B
     details (``"carried": true``) and its reason, and the earlier models they measured are listed under
     ``"earlier_models"`` (see :func:`models_measured`)."""
     ctx = PaperScaleContext(directory, device, budget, log)
-    rows, carried_tunnels = [], set()
+    rows: list[dict[str, Any]] = []
+    earlier_models: dict[str, dict[str, Any]] = {}  # by key: the models carried rows were measured on
     old_rows = {r["id"]: r for r in (earlier or {}).get("claims", [])}
     for ids, tunnels, compute in GROUPS:
         try:
@@ -115,16 +116,17 @@ def measure(directory: Path | str, device: str | torch.device = "cpu", budget: B
                 + [old_rows[i] for i in ids if i in old_rows and _is_carried(old_rows[i])]
             ctx.log(f"{', '.join(ids)}: {'carried over from the earlier record' if produced else 'skipped'} "
                     f"({missing})")
-            if produced:
-                carried_tunnels.update(tunnels)
+            for row in produced:  # each keeps the models it was measured on, and says which rows they serve
+                for m in models_measured(earlier, [Claim(**row)]):
+                    kept = earlier_models.setdefault(m["key"], {**m, "earlier": True, "rows": []})
+                    kept["rows"] = sorted(set(kept["rows"]) | {row["id"]})
             rows += produced
             continue
         rows += produced
         ctx.log(f"{', '.join(ids)}: {', '.join(r['verdict'] for r in produced)}")
     result = {"episodes": budget.eval, "models": [ctx.provenance(t) for t in ctx.found], "claims": rows}
-    if earlier is not None and carried_tunnels:
-        before = earlier.get("earlier_models") or earlier["models"]
-        result["earlier_models"] = [{**m, "earlier": True} for m in before if m["tunnel"] in carried_tunnels]
+    if earlier_models:
+        result["earlier_models"] = list(earlier_models.values())
     return result
 
 
@@ -154,8 +156,8 @@ def _rejudged_probes(row: dict[str, Any]) -> dict[str, Any]:
             "details": {**d, "window_probes": windows, "beats_window_probes": False, "rejudged": True}}
 
 
-CARRIED_NOTE = ("measured in an earlier GPU window on the shorter runs listed as earlier (no model of every tunnel "
-                "it needs has been trained on the full schedule yet)")
+CARRIED_NOTE = ("measured in an earlier GPU window, on the models listed as earlier (the latest window did not bring "
+                "back a model of every tunnel it needs)")
 
 
 def _is_carried(row: dict[str, Any]) -> bool:
@@ -212,12 +214,20 @@ def recorded_rows(path: Path | str = PAPER_SCALE_FILE, recorded: dict[str, Any] 
 
 def models_measured(recorded: dict[str, Any], rows: Iterable[Claim]) -> list[dict[str, Any]]:
     """The recorded models (provenance dicts) that ``rows`` measure: the current ones for measured rows,
-    the earlier ones (``recorded["earlier_models"]``) for rows carried over from an earlier record."""
+    the earlier ones (``recorded["earlier_models"]``) for rows carried over from an earlier record: those
+    listing the row among theirs (``"rows"``), or, in a record from before models listed their rows,
+    those of the row's tunnels."""
     rows = list(rows)
     now = tunnels_of(r.id for r in rows if not (r.details or {}).get("carried"))
-    then = tunnels_of(r.id for r in rows if (r.details or {}).get("carried"))
-    return ([m for m in recorded["models"] if m["tunnel"] in now]
-            + [m for m in recorded.get("earlier_models", []) if m["tunnel"] in then])
+    carried = [r for r in rows if (r.details or {}).get("carried")]
+    then = tunnels_of(r.id for r in carried)
+    ids = {r.id for r in carried}
+    found = [m for m in recorded["models"] if m["tunnel"] in now]
+    for m in recorded.get("earlier_models", []):
+        serves = bool(ids & set(m["rows"])) if "rows" in m else m["tunnel"] in then
+        if serves and m not in found:
+            found.append(m)
+    return found
 
 
 def trained_text(model: dict[str, Any]) -> str:
@@ -227,16 +237,24 @@ def trained_text(model: dict[str, Any]) -> str:
     cut = "" if steps >= schedule else f" (stopped at {steps / schedule:.0%} of its {schedule:,}-step schedule)"
     text = (f"{model['tunnel']}: {model['layers']} layers x {model['d_model']}, {model['parameters']:,} parameters, "
             f"{model['steps']:,} steps x {model['batch_size']} episodes{cut}, {model['train_time_s'] / 60:.1f} min on "
-            f"{on['device_name']} ({on['precision']})")
+            f"{on['device_name']} ({on['precision']}{', torch.compile' if on.get('compile') else ''})")
     gpu = model.get("gpu") or {}
     if gpu.get("runs_together", 1) > 1:
         text += f", {gpu['runs_together']} runs side by side, {gpu['steps_per_s']:g} steps/s each"
     seeds = model.get("seeds") or []
     if len(seeds) > 1:
         others = ", ".join(f"seed {s['seed']} {s['entropy_mae_bits']:.4f}" for s in seeds if s["seed"] != model["seed"])
-        text += f"; seed {model['seed']}, the median of {len(seeds)} seeds by entropy MAE (the others: {others} bits)"
+        ordered = sorted(seeds, key=lambda s: s["entropy_mae_bits"])
+        median = ordered[len(ordered) // 2]  # of two, the worse
+        if median["seed"] == model["seed"]:
+            text += f"; seed {model['seed']}, the median of {len(seeds)} seeds by entropy MAE (the others: {others} bits)"
+        else:  # the median's checkpoint was not brought back from its GPU window
+            mine = next((s["entropy_mae_bits"] for s in seeds if s["seed"] == model["seed"]), None)
+            text += (f"; seed {model['seed']}" + (f" ({mine:.4f} bits)" if mine is not None else "")
+                     + f", not the median of the {len(seeds)} seeds, seed {median['seed']}, whose checkpoint was not "
+                     f"kept (the others: {others} bits)")
     elif seeds:
         text += f"; one seed ({model['seed']})"
     if model.get("earlier"):
-        text += "; an earlier, shorter run: only the rows that need it are from it"
+        text += "; from an earlier GPU window: only the rows that need it are from it"
     return text
