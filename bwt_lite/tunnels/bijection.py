@@ -14,6 +14,7 @@ Variants (token layouts):
 """
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -23,37 +24,55 @@ from .base import Card, Episodes, Tunnel, check_size
 
 
 RANK_MAX_V = 64  # _ranked_permutations ranks rows up to this long by pairwise comparison (V^2 work a row)
-_COLUMNS: dict[tuple[int, str], torch.Tensor] = {}  # arange(V) as a column, by (V, device)
+_ROWS: dict[tuple[int, str], torch.Tensor] = {}  # arange(V), by (V, device)
+_WORK = threading.local()  # _ranked_permutations' comparison buffer, per thread
+
+
+def _arange_rows(n: int, V: int, device: torch.device) -> torch.Tensor:
+    """``arange(V)`` as a row expanded to (n, V) (the row cached by V and device)."""
+    key = (V, str(device))
+    if key not in _ROWS:
+        _ROWS[key] = torch.arange(V, device=device)
+    return _ROWS[key].expand(n, V)
+
+
+def _ranks(r: torch.Tensor) -> torch.Tensor:
+    """The inverse of ``r.argsort(dim=1)`` for draws ``r`` (n, V) of ``torch.rand``: ``rank`` (n, V)
+    int64 with ``rank[b, j]`` the position of entry j of row b in that argsort.
+
+    On a CPU, for V <= :data:`RANK_MAX_V`, each entry's rank is counted by comparing it with every
+    other entry of its row: for random rows this short that is several times faster than sorting
+    them (a sort's branches are unpredictable). The draws are non-negative floats, whose bit patterns
+    read as integers order as the numbers do; the comparisons run with the rows last (V x V x n), where
+    torch's kernels are fastest. Rows with two equal entries (about one in 10^5 rows of 20 float32
+    draws), which counts cannot order as ``argsort`` does, are sorted by ``argsort`` itself.
+    """
+    n, V = r.shape
+    if r.device.type != "cpu" or V > RANK_MAX_V or r.dtype not in (torch.float32, torch.float64):
+        perm = r.argsort(dim=1)
+        return torch.empty_like(perm).scatter_(1, perm, _arange_rows(n, V, r.device))
+    bits = r.t().contiguous().view(torch.int32 if r.dtype == torch.float32 else torch.int64)  # (V, n)
+    # [i, j, b] = bits_i - bits_j, negative iff r_i < r_j; in a buffer kept from call to call (per
+    # thread), as a fresh one of this size costs page faults on the first touch
+    less = getattr(_WORK, "less", None)
+    if less is None or less.shape != (V, V, n) or less.dtype != bits.dtype:
+        less = _WORK.less = torch.empty(V, V, n, dtype=bits.dtype)
+    torch.sub(bits.unsqueeze(1), bits.unsqueeze(0), out=less)
+    less >>= bits.element_size() * 8 - 1  # its sign: -1 iff r_i < r_j, else 0
+    # rank[b, j] = #{i: r_i < r_j}: the counts, negated, then converted and transposed in one copy
+    rank = torch.empty(n, V, dtype=torch.int64).copy_(less.sum(0, dtype=bits.dtype).neg_().t())
+    # Without ties every row's ranks are 0..V-1, summing to V (V - 1) / 2; a tie lowers the sum.
+    if int(rank.sum()) != n * V * (V - 1) // 2:
+        rows = (rank.sum(1) != V * (V - 1) // 2).nonzero().squeeze(1)
+        rank[rows] = r[rows].argsort(dim=1).argsort(dim=1)  # argsort's order, inverted
+    return rank
 
 
 def _ranked_permutations(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``perm = r.argsort(dim=1)`` for draws ``r`` (n, V) of ``torch.rand``, returned transposed with its
-    inverse: ``(perm.t(), rank)``, both (V, n) int64, where ``rank[perm[b, p], b] = p``.
-
-    On a CPU, for V <= :data:`RANK_MAX_V`, each entry's rank is counted by comparing it with every
-    other entry of its row, and the permutation is the inverse of the ranks: for random rows this
-    short that is several times faster than sorting them (a sort's branches are unpredictable). The
-    draws are non-negative floats, whose bit patterns read as integers order as the numbers do. Rows
-    with two equal entries (about one in 10^5 rows of 20 float32 draws), which ranks cannot order as
-    ``argsort`` does, are sorted by ``argsort`` itself.
-    """
-    n, V = r.shape
-    key = (V, str(r.device))
-    if key not in _COLUMNS:
-        _COLUMNS[key] = torch.arange(V, device=r.device).unsqueeze(1)
-    arange = _COLUMNS[key].expand(V, n)
-    if r.device.type != "cpu" or V > RANK_MAX_V or r.dtype not in (torch.float32, torch.float64):
-        perm = r.argsort(dim=1).t()
-        return perm, torch.empty_like(perm).scatter_(0, perm, arange)
-    bits = r.t().contiguous().view(torch.int32 if r.dtype == torch.float32 else torch.int64)  # (V, n)
-    less = bits.unsqueeze(1) - bits.unsqueeze(0)  # [i, j, b] = bits_i - bits_j, negative iff r_i < r_j
-    less >>= bits.element_size() * 8 - 1  # its sign: -1 iff r_i < r_j, else 0
-    rank = less.sum(0, dtype=bits.dtype).neg_().to(torch.int64)  # rank[j, b] = #{i: r_i < r_j}
-    # Without ties every row's ranks are 0..V-1, summing to V (V - 1) / 2; a tie lowers the sum.
-    if int(rank.sum()) != n * V * (V - 1) // 2:
-        rows = (rank.sum(0) != V * (V - 1) // 2).nonzero().squeeze(1)
-        rank[:, rows] = r[rows].argsort(dim=1).argsort(dim=1).t()  # argsort's order, inverted
-    return torch.empty_like(rank).scatter_(0, rank, arange), rank
+    """``perm = r.argsort(dim=1)`` for draws ``r`` (n, V) of ``torch.rand`` (see :func:`_ranks`) and
+    its inverse: ``(perm, rank)``, both (n, V) int64, ``rank[b, perm[b, p]] = p``."""
+    rank = _ranks(r)
+    return torch.empty_like(rank).scatter_(1, rank, _arange_rows(*rank.shape, r.device)), rank
 
 
 class Bijection(Tunnel):
@@ -115,22 +134,25 @@ class Bijection(Tunnel):
         (B, g), V, L = self._check_sample_args(batch_size, generator), self.V, self.L
         dev = g.device
         # pi = rand(B, V).argsort(1) (pi[b, k] = value of key k) and the keys, rand(B, V).argsort(1)[:, :L]
-        # or randint; the permutations are held transposed, (V, B), with their inverses (see
-        # _ranked_permutations).
+        # or randint, by way of the permutations' inverses (see _ranks).
         if self.variant == "replacement":
-            pi_t, pi_rank = _ranked_permutations(torch.rand(B, V, generator=g, device=dev))
+            pi, _ = _ranked_permutations(torch.rand(B, V, generator=g, device=dev))
             keys = torch.randint(0, V, (B, L), generator=g, device=dev)
-        else:  # both draws at once (the generator fills a tensor in order: the same numbers)
-            perm, rank = _ranked_permutations(torch.rand(2 * B, V, generator=g, device=dev))
-            pi_t, pi_rank, keys, key_rank = perm[:, :B], rank[:, :B], perm[:L, B:].t(), rank[:, B:]
-        values = pi_t.t().gather(1, keys)  # (B, L), contiguous
-
-        if self.variant == "replacement":
+            values = pi.gather(1, keys)  # (B, L)
             probs = self.posterior(keys, values)  # (B, L, V) float64
         else:
-            # first[b, v]: the position at which value v is revealed (L if never). v is the value of key
-            # pi_rank[v] (pi is the inverse of pi_rank), and key k comes at position key_rank[k].
-            first = key_rank.t().gather(1, pi_rank.t()).clamp_max_(L)  # (B, V), contiguous
+            # Both draws at once (the generator fills a tensor in order: the same numbers), as ranks:
+            # pi_rank[v] is the key whose value is v (pi is its inverse), key_rank[k] the position of
+            # key k. Then first[v] = key_rank[pi_rank[v]] is the position at which value v is revealed,
+            # and the inverses of first and key_rank are the values and the keys in order of position:
+            # one scatter for both.
+            rank = _ranks(torch.rand(2 * B, V, generator=g, device=dev))
+            ranks = torch.empty_like(rank)
+            torch.gather(rank[B:], 1, rank[:B], out=ranks[:B])
+            ranks[B:] = rank[B:]
+            in_order = torch.empty_like(ranks).scatter_(1, ranks, _arange_rows(2 * B, V, dev))
+            values, keys = in_order[:B, :L].contiguous(), in_order[B:, :L]  # (B, L)
+            first = ranks[:B].clamp_max_(L)  # (B, V); L: never revealed
             probs = self._posterior_from_first(first, extra=self.variant == "paired")
         if self.variant == "paired":
             inputs = torch.empty(B, 2 * L + 1, dtype=torch.int64, device=dev)
