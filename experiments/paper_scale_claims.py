@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result["commands"] = [a.train_command, "python experiments/paper_scale_claims.py --checkpoints DIR "
                           f"--runs {a.runs.name if a.runs else '-'} --out {a.out.name}"]
-    if earlier is not None and result.get("earlier_models"):
-        result["earlier_commands"] = earlier.get("earlier_commands") or earlier.get("commands")
+    if earlier is not None and result.get("earlier_models"):  # the commands of every earlier window rows come from
+        before = (earlier.get("earlier_commands") or []) + (earlier.get("commands") or [])
+        result["earlier_commands"] = list(dict.fromkeys(before))
     write(a.out, result)
     return 0
 

@@ -126,3 +126,26 @@ def test_trained_text_says_when_the_model_is_not_the_median_seed():
     assert "seed 1 (0.0098 bits), not the median of the 3 seeds, seed 0, whose checkpoint was not kept" in text
     model["seed"] = 0
     assert "seed 0, the median of 3 seeds" in trained_text(model)
+
+
+def test_measure_carries_rows_with_the_models_they_were_measured_on(tiny_paper_folder):
+    """Rows whose model is not in the folder come from the earlier record, each with its own models: a row
+    measured there keeps that record's model, a row it had carried keeps the model it had carried."""
+    def model(tunnel, key, steps):
+        return {"tunnel": tunnel, "key": key, "steps": steps, "name": f"{tunnel}-transformer-paper"}
+
+    def row(cid, carried=False):
+        return {"id": cid, "claim": "", "source": "", "chapter": "", "paper": "", "ours": "", "verdict": "partly",
+                "reason": "r", "details": {"carried": True} if carried else {}}
+
+    earlier = {"models": [model("recall", "R", 50000), model("hmm", "H", 50000)],
+               "earlier_models": [model("bijection", "B-short", 100), model("hmm", "H-short", 100)],
+               "claims": [row("recall-transformer"), row("hmm-transformer"), row("layer-ablation", carried=True)]}
+    result = measure(tiny_paper_folder, budget=FAST, earlier=earlier)
+    by_id = {r["id"]: r for r in result["claims"]}
+    assert by_id["recall-transformer"]["details"]["carried"] and "[measured in an earlier" in by_id[
+        "recall-transformer"]["reason"]
+    rows_of = {m["key"]: m["rows"] for m in result["earlier_models"]}
+    assert rows_of == {"R": ["recall-transformer"], "H": ["hmm-transformer"],
+                       "B-short": ["layer-ablation"], "H-short": ["layer-ablation"]}
+    assert by_id["bijection-headline"]["details"].get("carried") is None  # measured on the folder's model

@@ -117,7 +117,7 @@ def measure(directory: Path | str, device: str | torch.device = "cpu", budget: B
             ctx.log(f"{', '.join(ids)}: {'carried over from the earlier record' if produced else 'skipped'} "
                     f"({missing})")
             for row in produced:  # each keeps the models it was measured on, and says which rows they serve
-                for m in models_measured(earlier, [Claim(**row)]):
+                for m in models_measured(earlier, [Claim(**old_rows[row["id"]])]):  # as the earlier record had it
                     kept = earlier_models.setdefault(m["key"], {**m, "earlier": True, "rows": []})
                     kept["rows"] = sorted(set(kept["rows"]) | {row["id"]})
             rows += produced
