@@ -386,6 +386,7 @@ def check_stack(presets: Sequence[Preset], device: str | torch.device, steps: in
     dev = resolve_device(device)
     stack = SeedStack(presets, dev, amp=amp, chunk=chunk, warmup=1)
     alone = [FastRun(p, dev, amp=amp, chunk=chunk, warmup=1) for p in presets]
+    grad = stack_gradient_diff(stack, alone)
     loss_rel = 0.0
     for _ in range(steps):
         stack.step()
@@ -401,7 +402,42 @@ def check_stack(presets: Sequence[Preset], device: str | torch.device, steps: in
         mine = dict(stack.member_model(i).named_parameters())
         weights = max(weights, max((mine[n] - p).abs().max().item() for n, p in run.scored.named_parameters()))
     return {"steps": steps, "seeds": stack.seeds, "loss_rel_diff": loss_rel, "weight_abs_diff": weights,
-            "graph": stack.graph is not None, "graph_error": stack.graph_error}
+            "grad_rel_diff": grad, "graph": stack.graph is not None, "graph_error": stack.graph_error}
+
+
+def stack_gradient_diff(stack: SeedStack, alone: Sequence[Any]) -> float:
+    """The largest, over the seeds, relative difference between a seed's gradients in ``stack`` and those of
+    its own run in ``alone`` (FastRuns of the same presets, not yet stepped), each seed on its own batch of
+    a stream of its own (:data:`~bwt_lite.fast_train.GRAD_SEED` + seed index)."""
+    from .fast_train import GRAD_SEED, gradient_rel_diff, gradients
+
+    B, target = stack.cfg.batch_size, stack.cfg.target
+    eps = [stack.tunnel.sample(B, torch.Generator(stack.device).manual_seed(GRAD_SEED + i)) for i in range(stack.G)]
+    stack.positions = eps[0].positions
+    inputs = torch.stack([e.inputs for e in eps])
+
+    for p in stack.params:
+        p.grad = None
+    with torch.autocast(stack.device.type, dtype=stack.dtype) if stack.dtype is not None else _null():
+        out = stack.forward(dict(zip(stack.names, stack.params)), inputs)
+        sum(loss_fn(out[i], eps[i], target) for i in range(stack.G)).backward()
+    mine = [p.grad.detach().clone() for p in stack.params]
+    for p in stack.params:
+        p.grad = None
+    worst = 0.0
+    for i, run in enumerate(alone):
+        ref = gradients(run.forward, run.params, eps[i], target, run.dtype)
+        worst = max(worst, gradient_rel_diff([g[i] for g in mine], ref))
+    stack.positions = None
+    return worst
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
 
 def _timed(run: Any, steps: int) -> float:

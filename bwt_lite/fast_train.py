@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -371,6 +371,11 @@ def check_against_eager(preset: Preset, device: str | torch.device, steps: int =
     fast = FastRun(preset, dev, amp=amp, chunk=chunk, warmup=1, compile=compile)
     eager = init_model(preset.model, preset.train.seed).to(dev)
     opt = make_optimizer(eager, preset.train)
+    # the gradients first, on one batch of a stream of their own: AdamW's first updates are close to the
+    # learning rate times the gradient's sign, so the weights after a few steps barely show a wrong gradient
+    batch = make_tunnel(**preset.tunnel).sample(preset.train.batch_size, torch.Generator(dev).manual_seed(GRAD_SEED))
+    grad = gradient_rel_diff(gradients(fast.forward, fast.params, batch, preset.train.target, fast.dtype),
+                             gradients(eager, list(eager.parameters()), batch, preset.train.target, fast.dtype))
     fast_losses, eager_losses = [], []
     for s in range(steps):
         fast.step()
@@ -381,9 +386,34 @@ def check_against_eager(preset: Preset, device: str | torch.device, steps: int =
         eager_losses.append(float(loss.detach()))
     loss_rel = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(fast_losses, eager_losses))
     weights = max((a - b).abs().max().item() for a, b in zip(fast.model.parameters(), eager.parameters()))
-    return {"steps": steps, "loss_rel_diff": loss_rel, "weight_abs_diff": weights,
+    return {"steps": steps, "loss_rel_diff": loss_rel, "weight_abs_diff": weights, "grad_rel_diff": grad,
             "graph": fast.graph is not None, "graph_error": fast.graph_error,
             "fast_losses": fast_losses, "eager_losses": eager_losses}
+
+
+GRAD_SEED = 12_345  # the episodes the device checks compare gradients on (not a training or evaluation stream)
+
+
+def gradients(forward: Callable[..., torch.Tensor], params: list[torch.Tensor], episodes: Episodes, target: str,
+              dtype: torch.dtype | None) -> list[torch.Tensor]:
+    """The gradients of the loss on ``episodes`` with respect to ``params`` (under autocast to ``dtype``);
+    the parameters' own ``.grad`` is left empty."""
+    for p in params:
+        p.grad = None
+    with torch.autocast(episodes.inputs.device.type, dtype=dtype) if dtype is not None else _null():
+        loss = loss_fn(forward(episodes.inputs, episodes.positions), episodes, target)
+    loss.backward()
+    out = [p.grad.detach().clone() for p in params]
+    for p in params:
+        p.grad = None
+    return out
+
+
+def gradient_rel_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    """``|a - b| / |b|`` over all the gradients together (float64 norms)."""
+    num = sum(float((x.double() - y.double()).pow(2).sum()) for x, y in zip(a, b, strict=True))
+    den = sum(float(y.double().pow(2).sum()) for y in b)
+    return (num / max(den, 1e-300)) ** 0.5
 
 
 

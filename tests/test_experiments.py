@@ -270,3 +270,16 @@ def test_paper_scale_holds_later_runs_while_a_wanted_one_is_late(experiments):
     second.step_count = 0
     window.rates[id(second)] = 0.5  # the second kept run is late: only the filler after it waits
     assert holder([wanted, second, filler]) == {id(filler)}
+
+
+def test_paper_scale_trains_no_cell_whose_check_fails(experiments, tmp_path, monkeypatch):
+    mod = experiments("paper_scale")
+    bad = {"grad_rel_diff": 0.5, "loss_rel_diff": 0.0, "weight_abs_diff": 0.0, "graph": False, "graph_error": None}
+    monkeypatch.setattr(mod, "check_against_eager", lambda *args, **kwargs: dict(bad))
+    out = tmp_path / "runs.json"
+    assert mod.main(["--steps", "2", "--batch-size", "4", "--episodes", "8", "--cells", "regression", "--seeds", "0",
+                     "--device", "cpu", "--root", str(tmp_path / "ps"), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    (run,) = result["runs"]
+    assert run["skipped"] == "its trainer failed the check on this device" and run["steps"] == 0
+    assert result["checks"]["regression"]["passed"] is False

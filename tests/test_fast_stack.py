@@ -115,3 +115,21 @@ def test_the_stack_is_timed_against_one_run():
     r = stack_and_alone(tiny("regression", 0, steps=4), "cpu", seeds=(0, 1), steps=4, chunk=2)
     assert r["alone_steps_per_s"] > 0 and r["stack_steps_per_s"] > 0 and r["alone_mfu"] is None
     assert r["seed_speedup"] == pytest.approx(2 * r["stack_steps_per_s"] / r["alone_steps_per_s"], rel=0.02)
+
+
+def test_the_gradient_check_finds_a_seed_whose_gradient_is_wrong(monkeypatch):
+    """The device check compares gradients directly (AdamW's first updates hide their size): a stack whose
+    forward scales one seed's output is caught, where the losses after a few steps might not show it."""
+    from bwt_lite.fast_stack import check_stack
+
+    presets = seeds("hmm")[:2]
+    good = check_stack(presets, "cpu", steps=2)
+    assert good["grad_rel_diff"] < 1e-5, good
+    real = SeedStack._one
+
+    def skewed(self, params, inputs):  # every seed's logits doubled: its gradients change
+        return 2 * real(self, params, inputs)
+
+    monkeypatch.setattr(SeedStack, "_one", skewed)
+    bad = check_stack(presets, "cpu", steps=2)
+    assert bad["grad_rel_diff"] > 0.1, bad

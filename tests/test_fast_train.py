@@ -24,6 +24,7 @@ def tiny(tunnel: str, steps: int = 12, **train):
 def test_fast_path_follows_the_eager_trainer_on_the_same_batches(tunnel):
     result = check_against_eager(tiny(tunnel), "cpu", steps=5, chunk=2)
     assert result["graph"] is False and result["graph_error"] is None  # no graph on a CPU: the same body, eager
+    assert result["grad_rel_diff"] < 1e-6, result  # the gradients on one batch, before any step
     assert result["loss_rel_diff"] < 1e-5, result
     assert result["weight_abs_diff"] < 1e-5, result
     assert len(set(result["fast_losses"])) == 5  # the weights really moved between steps
