@@ -419,10 +419,11 @@ def gradient_rel_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
 
 
 def eager_and_fast(preset: Preset, device: str | torch.device, steps: int = 200, amp: str = "auto",
-                   chunk: int = 8) -> dict[str, Any]:
+                   chunk: int = 8, compile: bool = False) -> dict[str, Any]:
     """``preset`` alone for ``steps`` steps on the eager trainer (:func:`bwt_lite.train.train_step`, a fresh
-    batch a step, as :func:`fit` runs) and on the fast path, each timed after a warm-up: steps/s, model
-    TFLOP/s (:func:`train_flops_per_step`) and MFU (against :func:`peak_tflops`, on a listed GPU) of both."""
+    batch a step, as :func:`fit` runs) and on the fast path (``compile``: also with its forward through
+    ``torch.compile``), each timed after a warm-up: steps/s, model TFLOP/s (:func:`train_flops_per_step`)
+    and MFU (against :func:`peak_tflops`, on a listed GPU) of each."""
     from .train import make_optimizer, train_step
 
     dev = resolve_device(device)
@@ -444,15 +445,17 @@ def eager_and_fast(preset: Preset, device: str | torch.device, steps: int = 200,
     eager(min(10, steps))
     rates = {"eager": eager(steps)}
     model = opt = None  # free the eager copy before the fast one is built
-    fast = FastRun(preset.with_train(steps=max(cfg.steps, steps + 2 * chunk)), dev, amp=amp, chunk=chunk)
-    for _ in range(2 * chunk):  # the warm-up steps, the capture and a first chunk
-        fast.step()
-    fast.sync()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fast.step()
-    fast.sync()
-    rates["fast"] = steps / (time.perf_counter() - t0)
+    long = preset.with_train(steps=max(cfg.steps, steps + 4 * chunk))
+    for name, compiled_forward in (("fast", False), ("compiled", True))[:2 if compile else 1]:
+        fast = FastRun(long, dev, amp=amp, chunk=chunk, compile=compiled_forward)
+        for _ in range(2 * chunk):  # the warm-up steps (the compile), the capture and a first chunk
+            fast.step()
+        fast.sync()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            fast.step()
+        fast.sync()
+        rates[name] = steps / (time.perf_counter() - t0)
     flops = train_flops_per_step(preset, sum(p.numel() for p in fast.model.parameters()))
     peak = peak_tflops(device_name(dev)) if dev.type == "cuda" else None
     out: dict[str, Any] = {"preset": preset.name, "device": device_name(dev), "steps": steps,
@@ -462,6 +465,8 @@ def eager_and_fast(preset: Preset, device: str | torch.device, steps: int = 200,
         out.update({f"{k}_steps_per_s": round(rate, 2), f"{k}_tflops": round(tf, 3),
                     f"{k}_mfu": None if peak is None else round(tf / peak, 4)})
     out["speedup"] = round(rates["fast"] / rates["eager"], 2)
+    if "compiled" in rates:
+        out["compile_speedup"] = round(rates["compiled"] / rates["fast"], 2)
     return out
 
 

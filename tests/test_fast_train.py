@@ -143,3 +143,11 @@ def test_a_run_that_fails_is_set_aside_and_the_others_go_on():
         next(bad.model.parameters()).fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="outputs are not finite"):  # without on_fail: raised
         train_together([bad], log=lambda line: None)
+
+
+def test_eager_and_fast_times_both_paths():
+    from bwt_lite.fast_train import eager_and_fast
+
+    r = eager_and_fast(tiny("regression", steps=4), "cpu", steps=2, chunk=2)
+    assert r["eager_steps_per_s"] > 0 and r["fast_steps_per_s"] > 0 and r["fast_mfu"] is None
+    assert "compiled_steps_per_s" not in r  # compile only when asked (it takes a while)

@@ -6,7 +6,7 @@
   Mamba's training step against the lite transformer's at the same parameter count and batch
   (goal <= 2x).
 - On a GPU (:func:`gpu_fast_path`): each paper-scale transformer alone on the eager trainer and on
-  the fast path (:mod:`bwt_lite.fast_train`), and three of its seeds as one stacked model
+  the fast path (:mod:`bwt_lite.fast_train`), with and without torch.compile, and three of its seeds as one stacked model
   (:mod:`bwt_lite.fast_stack`): steps/s, model TFLOP/s and MFU against the card's bf16 peak.
 """
 from __future__ import annotations
@@ -75,7 +75,7 @@ def gpu_fast_path(device: torch.device, steps: int = 200,
     rows = []
     for tunnel in tunnels:
         preset = get_preset(tunnel, "transformer", "paper")
-        row = eager_and_fast(preset, device, steps=steps)
+        row = eager_and_fast(preset, device, steps=steps, compile=True)
         torch.cuda.empty_cache()
         stack = stack_and_alone(preset, device, steps=steps)  # three seeds as one stacked model
         row.update({k: stack[k] for k in ("stack_steps_per_s", "stack_tflops", "stack_mfu", "seed_speedup")})
@@ -105,6 +105,9 @@ def format_goals(result: dict[str, Any]) -> list[str]:
         lines.append(f"{row['preset']} on {row['device']}: eager {row['eager_steps_per_s']:.1f} steps/s "
                      f"({row['eager_tflops']:.1f} TFLOP/s), fast path {row['fast_steps_per_s']:.1f} steps/s "
                      f"({row['fast_tflops']:.1f} TFLOP/s, MFU {row['fast_mfu']}), {row['speedup']:.1f}x")
+        if "compiled_steps_per_s" in row:
+            lines.append(f"  compiled: {row['compiled_steps_per_s']:.1f} steps/s ({row['compiled_tflops']:.1f} TFLOP/s, "
+                         f"MFU {row['compiled_mfu']}), {row['compile_speedup']:.2f}x the fast path")
         if "stack_steps_per_s" in row:
             lines.append(f"  3 seeds stacked: {row['stack_steps_per_s']:.1f} steps/s ({row['stack_tflops']:.1f} TFLOP/s, "
                          f"MFU {row['stack_mfu']}), {row['seed_speedup']:.2f}x the seed-steps of one run")
