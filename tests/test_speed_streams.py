@@ -18,7 +18,7 @@ import hashlib
 import pytest
 import torch
 
-from bwt_lite.tunnels import make_tunnel
+from bwt_lite.tunnels import bijection, make_tunnel
 from bwt_lite.tunnels.bijection import _ranked_permutations
 
 CASES: dict[str, dict] = {
@@ -89,6 +89,16 @@ def test_ranked_permutations_match_argsort_with_ties(dtype):
     expected = r.argsort(dim=1)
     assert torch.equal(perm, expected)
     assert torch.equal(rank.gather(1, expected), torch.arange(20).expand(300, 20))
+
+
+def test_ranked_permutations_in_parts(monkeypatch):
+    """Rows ranked a few at a time (a small comparison buffer) give argsort's permutations too."""
+    monkeypatch.setattr(bijection, "RANK_BUFFER", 7 * 20 * 20)  # 7 rows at a time
+    r = torch.rand(100, 20, generator=torch.Generator().manual_seed(4))
+    r[::9, 0] = r[::9, 5]
+    perm, rank = _ranked_permutations(r)
+    assert torch.equal(perm, r.argsort(dim=1))
+    assert torch.equal(rank.gather(1, perm), torch.arange(20).expand(100, 20))
 
 
 if __name__ == "__main__":

@@ -23,9 +23,10 @@ from ..arguments import check_choice, check_int
 from .base import Card, Episodes, Tunnel, check_size
 
 
-RANK_MAX_V = 64  # _ranked_permutations ranks rows up to this long by pairwise comparison (V^2 work a row)
+RANK_MAX_V = 64  # _ranks ranks rows up to this long by pairwise comparison (V^2 work a row)
+RANK_BUFFER = 1 << 20  # _ranks compares at most this many pairs at a time (4 MB of int32)
 _ROWS: dict[tuple[int, str], torch.Tensor] = {}  # arange(V), by (V, device)
-_WORK = threading.local()  # _ranked_permutations' comparison buffer, per thread
+_WORK = threading.local()  # _ranks' comparison buffer, per thread
 
 
 def _arange_rows(n: int, V: int, device: torch.device) -> torch.Tensor:
@@ -52,19 +53,23 @@ def _ranks(r: torch.Tensor) -> torch.Tensor:
         perm = r.argsort(dim=1)
         return torch.empty_like(perm).scatter_(1, perm, _arange_rows(n, V, r.device))
     bits = r.t().contiguous().view(torch.int32 if r.dtype == torch.float32 else torch.int64)  # (V, n)
-    # [i, j, b] = bits_i - bits_j, negative iff r_i < r_j; in a buffer kept from call to call (per
-    # thread), as a fresh one of this size costs page faults on the first touch
+    # [i, j, b] = bits_i - bits_j, negative iff r_i < r_j, for up to `rows` rows at a time; in a buffer
+    # kept from call to call (per thread), as a fresh one of this size costs page faults on first touch
+    rows = max(1, min(n, RANK_BUFFER // (V * V)))
     less = getattr(_WORK, "less", None)
-    if less is None or less.shape != (V, V, n) or less.dtype != bits.dtype:
-        less = _WORK.less = torch.empty(V, V, n, dtype=bits.dtype)
-    torch.sub(bits.unsqueeze(1), bits.unsqueeze(0), out=less)
-    less >>= bits.element_size() * 8 - 1  # its sign: -1 iff r_i < r_j, else 0
-    # rank[b, j] = #{i: r_i < r_j}: the counts, negated, then converted and transposed in one copy
-    rank = torch.empty(n, V, dtype=torch.int64).copy_(less.sum(0, dtype=bits.dtype).neg_().t())
+    if less is None or less.shape != (V, V, rows) or less.dtype != bits.dtype:
+        less = _WORK.less = torch.empty(V, V, rows, dtype=bits.dtype)
+    rank = torch.empty(n, V, dtype=torch.int64)
+    for s in range(0, n, rows):
+        part, out = bits[:, s:s + rows], less[..., :min(rows, n - s)]
+        torch.sub(part.unsqueeze(1), part.unsqueeze(0), out=out)
+        out >>= bits.element_size() * 8 - 1  # its sign: -1 iff r_i < r_j, else 0
+        # rank[b, j] = #{i: r_i < r_j}: the counts, negated, then converted and transposed in one copy
+        rank[s:s + rows].copy_(out.sum(0, dtype=bits.dtype).neg_().t())
     # Without ties every row's ranks are 0..V-1, summing to V (V - 1) / 2; a tie lowers the sum.
     if int(rank.sum()) != n * V * (V - 1) // 2:
-        rows = (rank.sum(1) != V * (V - 1) // 2).nonzero().squeeze(1)
-        rank[rows] = r[rows].argsort(dim=1).argsort(dim=1)  # argsort's order, inverted
+        tied = (rank.sum(1) != V * (V - 1) // 2).nonzero().squeeze(1)
+        rank[tied] = r[tied].argsort(dim=1).argsort(dim=1)  # argsort's order, inverted
     return rank
 
 
