@@ -249,12 +249,12 @@ class HMM(Tunnel):
             # T's and E's rows side by side: each operation below does both at once. On the CPU these
             # are the same numbers as normalising the two halves separately (each row sum adds the
             # same S entries in the same order); other devices keep the separate operations below,
-            # whose reductions may associate differently for the two memory layouts. The row sums
-            # stay in this layout (their order of addition depends on it); the shares
-            # (:func:`_round_to_hundredths`'s, with rows summing to one and 100 - 5S > 0) are
-            # written with the episodes last, [i, T|E, j, b], where the rounding runs over all
-            # episodes at once and sample() wants them: (B, S, 2S) is returned as a view of that.
-            # (The same operations as below and in _excess, in place: fewer fresh tensors.)
+            # whose reductions may associate differently for the two memory layouts. These are the
+            # operations below, _excess's and _round_to_hundredths's (rows summing to one, 100 - 5S > 0),
+            # done in place where they can be. The row sums stay in this layout (their order of
+            # addition depends on it); the shares are then written with the episodes last, [i, T|E, j, b],
+            # where the rounding runs over all episodes at once and where sample() wants the result:
+            # the (B, S, 2S) returned is a view of that memory.
             p = gam.view(B, S, 2, S)
             p.div_(p.sum(-1, keepdim=True)).clamp_min_(FLOOR_HUNDREDTHS / 100)
             excess = p.div_(p.sum(-1, keepdim=True)).mul_(100.0).sub_(FLOOR_HUNDREDTHS).clamp_min_(0.0)
