@@ -1,6 +1,6 @@
-"""The HMM and bijection samplers" speed-ups draw the same episodes, bit for bit.
+"""The HMM and bijection samplers' speed-ups draw the same episodes, bit for bit.
 
-The samplers are tuned for ``bwt bench``"s CPU goals (:func:`bwt_lite.orchestration.goals.cpu_ratios`);
+The samplers are tuned for ``bwt bench``'s CPU goals (:func:`bwt_lite.orchestration.goals.cpu_ratios`);
 every such change must leave the random streams alone. For a few configurations (variants, ``sharpen``,
 S != O, long and short episodes), seeds and batch sizes, two consecutive batches from one generator
 are hashed: the exact bytes of the tokens, targets and float64 posteriors (``probs``, compared bit for
@@ -8,8 +8,8 @@ bit here, unlike the weighted sums of ``test_tunnel_streams.py``) and the genera
 (so each call consumes the same random numbers). The digests were recorded with the samplers as they
 were before the speed-ups. ``python tests/test_speed_streams.py`` prints the table.
 
-Also: the bijection sampler"s ranking of random rows (``_ranked_permutations``) against ``argsort``,
-ties included.
+Also: the bijection sampler's ranking of random rows (``_ranked_permutations``) against ``argsort``,
+ties included, also a few rows at a time.
 """
 from __future__ import annotations
 
@@ -80,6 +80,7 @@ def test_streams_bit_for_bit(case):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_ranked_permutations_match_argsort_with_ties(dtype):
+    """Pairwise ranks give argsort's permutations; rows with equal entries go to argsort itself."""
     g = torch.Generator().manual_seed(3)
     r = torch.rand(300, 20, generator=g, dtype=dtype)
     r[::7, 3] = r[::7, 11]  # ties in a seventh of the rows
