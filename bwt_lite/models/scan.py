@@ -300,7 +300,7 @@ class _Stepwise(torch.autograd.Function):
         batch, T, di = u.shape
         N = A.shape[1]
         # (T, batch, .): every tensor in one layout. Buffers used only within this call are scratch.
-        u_, dt_, B_, C_ = (_time_major_scratch("f_" + k, t) for k, t in zip("udBC", (u, dt, B, C)))
+        u_, dt_, B_, C_ = (_time_major_scratch("f_" + k, t) for k, t in zip(("u", "dt", "B", "C"), (u, dt, B, C)))
         du = torch.mul(dt_, u_, out=_scratch("f_du", u, T, batch, di))
         A2 = (A.T * LOG2_E).contiguous()  # (N, d_inner): a_t = 2^(dt_t A2)
         hs = u.new_empty(T if keep_states else (T - 1) // block, batch, N, di)  # every state, or the block ends
