@@ -82,11 +82,14 @@ def adds_alibi(name: str) -> bool:
 def cell_label(cell: dict[str, Any], short: bool = False) -> str:
     """"recall transformer", with " + ALiBi" where the recipe adds ALiBi's recency bias to the position table,
     and the change from the recipe (``cell_seeds.py --change``, or an earlier recipe) in brackets; ``short``:
-    only its kind ("[earlier recipe]" or "[candidate]"), for a table column."""
+    only its kind ("[earlier recipe]" or "[candidate]", with the cell's short ``tag`` where it has one, e.g.
+    "[earlier recipe: no curriculum]", so that two earlier recipes of one cell are told apart), for a
+    table column."""
     label = f"{cell['tunnel']} {cell['arch']}" + (" + ALiBi" if adds_alibi(cell["name"]) else "")
     change = cell.get("change")
     if change and short:
         change = "earlier recipe" if change.startswith("earlier recipe") else "candidate"
+        change += f": {cell['tag']}" if cell.get("tag") else ""
     return label + (f" [{change}]" if change else "")
 
 

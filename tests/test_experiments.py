@@ -220,6 +220,11 @@ def test_seed_cells_are_told_apart_by_their_recipe_name():
     assert [(c["name"], c["threads"], c["n"]) for c in merged] == [
         ("recall-transformer-lite", 1, 0), ("recall-transformer-lite-alibi", 1, 1), ("recall-transformer-lite-alibi", 2, 0)]
     assert [cell_label(c) for c in old] == ["recall transformer", "recall transformer + ALiBi"]
+    earlier = [dict(old[0], change="earlier recipe: lr=5e-3,warmup_steps=200", tag="peak lr 5e-3"),
+               dict(old[0], change="earlier recipe: easy_steps=0")]  # two earlier recipes of one cell
+    assert [cell_label(c, short=True) for c in earlier] == ["recall transformer [earlier recipe: peak lr 5e-3]",
+                                                            "recall transformer [earlier recipe]"]
+    assert cell_label(earlier[0]) == "recall transformer [earlier recipe: lr=5e-3,warmup_steps=200]"
 
 
 def test_paper_scale_cells_name_variants_horizons_and_lengths(experiments, tmp_path):
