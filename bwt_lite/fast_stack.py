@@ -1,12 +1,11 @@
 """Several seeds of one preset trained as one model: every weight carries a leading seed axis.
 
-At the paper's sizes a GPU training step is a few hundred kernels that each leave most of the chip
-idle (:mod:`bwt_lite.fast_train`). :class:`SeedStack` trains G seeds of one preset in the kernels of
-one: the G models' weights are stacked (``torch.func.stack_module_state``), the forward is the
-model's own, mapped over the seed axis (``torch.func.vmap`` of ``functional_call``), so a linear layer
-becomes one batched matrix product over the G seeds, and the backward and the fused AdamW update act
-on the stacked tensors (and the weight average, with ``ema``, on stacked copies). Each seed stays
-the run it would be alone:
+The idea: at the paper's sizes a training step is a few hundred small kernels, so G seeds might train
+in the kernels of one. :class:`SeedStack` does that: the G models' weights are stacked
+(``torch.func.stack_module_state``), the forward is the model's own, mapped over the seed axis
+(``torch.func.vmap`` of ``functional_call``), so a linear layer becomes one batched matrix product
+over the G seeds, and the backward and the fused AdamW update act on the stacked tensors (and the
+weight average, with ``ema``, on stacked copies). Each seed stays the run it would be alone:
 
 - **Its own episodes**: seed g draws its batches from its own generator, seeded with g, in chunks
   of ``chunk`` batches exactly as a :class:`~bwt_lite.fast_train.FastRun` of that seed draws them.
@@ -14,6 +13,11 @@ the run it would be alone:
   seed g's weights is seed g's gradient alone; clipping uses each seed's own gradient norm.
 - **Its own optimizer state**: AdamW is elementwise, so one fused update of the stacked tensors is
   G independent updates.
+
+Measured on one H200 (``bwt_lite/data/paper_scale_runs.json``), it does not pay: 3 seeds stacked gave
+1.01x the seed-steps per second of one run on the bijection and 0.78x on the HMM. Once the step is
+one CUDA graph the GPU no longer waits on launches, and each kernel's work grows with G.
+``experiments/paper_scale.py`` uses it only when asked (``--stack``); ``bwt bench`` times it on a GPU.
 
 ``tests/test_fast_stack.py`` checks that every seed of a stack follows a :class:`FastRun` of that seed
 (and so the eager trainer) to float tolerance, and that a member's resume state is a FastRun's. The
