@@ -123,7 +123,8 @@ def test_trained_text_says_when_the_model_is_not_the_median_seed():
                        {"seed": 2, "entropy_mae_bits": 0.0096}]}
     text = trained_text(model)
     assert "(bf16 autocast, torch.compile)" in text
-    assert "seed 1 (0.0098 bits), not the median of the 3 seeds, seed 0, whose checkpoint was not kept" in text
+    assert "seed 1 (0.00980 bits), not the median of the 3 seeds, seed 0, whose checkpoint was not kept" in text
+    assert "(the others: seed 0 0.00970, seed 2 0.00960 bits)" in text
     model["seed"] = 0
     assert "seed 0, the median of 3 seeds" in trained_text(model)
 

@@ -243,14 +243,15 @@ def trained_text(model: dict[str, Any]) -> str:
         text += f", {gpu['runs_together']} runs side by side, {gpu['steps_per_s']:g} steps/s each"
     seeds = model.get("seeds") or []
     if len(seeds) > 1:
-        others = ", ".join(f"seed {s['seed']} {s['entropy_mae_bits']:.4f}" for s in seeds if s["seed"] != model["seed"])
+        # five decimals: seeds of one recipe can lie within a ten-thousandth of a bit of each other
+        others = ", ".join(f"seed {s['seed']} {s['entropy_mae_bits']:.5f}" for s in seeds if s["seed"] != model["seed"])
         ordered = sorted(seeds, key=lambda s: s["entropy_mae_bits"])
         median = ordered[len(ordered) // 2]  # of two, the worse
         if median["seed"] == model["seed"]:
             text += f"; seed {model['seed']}, the median of {len(seeds)} seeds by entropy MAE (the others: {others} bits)"
         else:  # the median's checkpoint was not brought back from its GPU window
             mine = next((s["entropy_mae_bits"] for s in seeds if s["seed"] == model["seed"]), None)
-            text += (f"; seed {model['seed']}" + (f" ({mine:.4f} bits)" if mine is not None else "")
+            text += (f"; seed {model['seed']}" + (f" ({mine:.5f} bits)" if mine is not None else "")
                      + f", not the median of the {len(seeds)} seeds, seed {median['seed']}, whose checkpoint was not "
                      f"kept (the others: {others} bits)")
     elif seeds:
