@@ -22,9 +22,11 @@ one CUDA graph the GPU no longer waits on launches, and each kernel's work grows
 ``tests/test_fast_stack.py`` checks that every seed of a stack follows a :class:`FastRun` of that seed
 (and so the eager trainer) to float tolerance, and that a member's resume state is a FastRun's. The
 step is captured as one CUDA graph, as a FastRun's is. ``attention`` chooses the transformer's
-attention method (:data:`~bwt_lite.models.transformer.ATTENTION_METHODS`); where the fused kernel has
-no batching rule (PyTorch's CPU kernel), ``vmap`` runs it once per seed, correct but slower. Float16
-autocast is not supported (its gradient scaler decides on the CPU).
+attention method (:data:`~bwt_lite.models.transformer.ATTENTION_METHODS`). The default is the explicit
+path (matrix products and a softmax, which ``vmap`` maps exactly): PyTorch's fused attention under
+``vmap`` has no batching rule for its backward (it runs once per seed) and one for its forward that
+mishandled masks until a 2026 fix, and a regression stack diverged on a GPU with it (the lab notes).
+Float16 autocast is not supported (its gradient scaler decides on the CPU).
 """
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ class SeedStack:
 
     def __init__(self, presets: Sequence[Preset], device: str | torch.device = "cuda", amp: str = "auto",
                  chunk: int = 8, graph: bool | None = None, resumes: Sequence[TrainState] | None = None,
-                 warmup: int = 2, attention: str = "auto", priority: int = 0):
+                 warmup: int = 2, attention: str = "explicit", priority: int = 0):
         _same_recipe(presets)
         self.presets = list(presets)
         self.preset, self.cfg = presets[0], presets[0].train
