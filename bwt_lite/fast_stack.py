@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import time
-from collections import deque
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -40,6 +39,7 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 from .evaluate import evaluate
+from .fast_step import GraphStepper, timed_steps
 from .presets import Preset
 from .runtime.device import amp_dtype, device_name, precision_name, resolve_device
 from .train import easy_tunnel, evaluation_row, init_model, loss_fn, lr_at
@@ -64,7 +64,7 @@ def _same_recipe(presets: Sequence[Preset]) -> None:
                              f"{first.name} seed {first.train.seed} in more than its seed")
 
 
-class SeedStack:
+class SeedStack(GraphStepper):
     """G seeds of one preset, stepped together (see the module docstring).
 
     The interface is :class:`~bwt_lite.fast_train.FastRun`'s, so that
@@ -139,12 +139,9 @@ class SeedStack:
             self._restore(resumes)
         self.batches: dict[str, torch.Tensor | None] | None = None  # (G, chunk x batch, ...) per field
         self.positions: torch.Tensor | None = None
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.graph_error: str | None = None
         self.stream = torch.cuda.Stream(self.device, priority=priority) if self.device.type == "cuda" else None
         self.started = time.perf_counter()
-        self.loss: torch.Tensor | None = None
-        self.pending: deque[torch.cuda.Event] = deque()
+        self._init_stepper()
 
     # -- set-up ------------------------------------------------------------------------------------
 
@@ -257,69 +254,7 @@ class SeedStack:
         self.step_t.add_(1)
         return losses
 
-    def _eager_step(self) -> None:
-        self.opt.zero_grad(set_to_none=True)
-        self.loss = self._body()
-
-    def _capture(self) -> None:
-        self.opt.zero_grad(set_to_none=True)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=self.stream):
-            self._graph_loss = self._body()
-        self.graph = graph
-
-    def step(self) -> None:
-        """One optimizer step of every seed (queued on the GPU; nothing waits for it)."""
-        if self.step_count >= self.cfg.steps:
-            raise RuntimeError(f"{self.label}: all {self.cfg.steps} steps are done")
-        if self.stream is None:
-            if self.step_count % self.chunk == 0:
-                self._draw_chunk()
-            self._eager_step()
-            self.step_count += 1
-            return
-        with torch.cuda.stream(self.stream):
-            if self.step_count % self.chunk == 0:
-                self._draw_chunk()
-            if self.graph is not None:
-                self.graph.replay()
-                self.loss = self._graph_loss
-            else:
-                self._eager_step()
-                if self.graph_wanted and self.graph_error is None and self.step_count + 1 >= self.warmup:
-                    try:
-                        self._capture()
-                    except Exception as e:  # a graph that cannot be captured: the stack stays eager, and says so
-                        self.graph_error = f"{type(e).__name__}: {e}"
-                        self.graph = None
-                        self.opt.zero_grad(set_to_none=True)
-                        torch.cuda.synchronize(self.device)
-                        self.step_t.fill_(self.step_count + 1)
-        self.step_count += 1
-        event = torch.cuda.Event()
-        event.record(self.stream)
-        self.pending.append(event)
-
-    def ready(self, lag: int = 16) -> bool:
-        """Whether another step may be queued now (see :meth:`FastRun.ready`)."""
-        while self.pending and self.pending[0].query():
-            self.pending.popleft()
-        return len(self.pending) < lag
-
-    def sync(self) -> None:
-        if self.stream is not None:
-            self.stream.synchronize()
-            self.pending.clear()
-
     # -- what the seeds report ---------------------------------------------------------------------
-
-    @property
-    def done(self) -> bool:
-        return self.stopped or self.step_count >= self.cfg.steps
-
-    @property
-    def elapsed_s(self) -> float:
-        return self.elapsed_before + time.perf_counter() - self.started
 
     def _weights(self, i: int, average: bool = False) -> torch.nn.Module:
         """Seed ``i``'s model holding its current weights, or (``average``) its weight average."""
@@ -378,9 +313,6 @@ class SeedStack:
                 "precision": precision_name(self.dtype), "compile": False,
                 "trainer": f"seed stack of {self.G}" + (", cuda graph" if self.graph is not None else ", eager")}
 
-    def release(self) -> None:
-        """Free the graph and the episode buffers (the models stay, for saving)."""
-        self.graph, self.batches = None, None
 
 
 def check_stack(presets: Sequence[Preset], device: str | torch.device, steps: int = 4, amp: str = "auto",
@@ -415,47 +347,24 @@ def stack_gradient_diff(stack: SeedStack, alone: Sequence[Any]) -> float:
     """The largest, over the seeds, relative difference between a seed's gradients in ``stack`` and those of
     its own run in ``alone`` (FastRuns of the same presets, not yet stepped), each seed on its own batch of
     a stream of its own (:data:`~bwt_lite.fast_train.GRAD_SEED` + seed index)."""
-    from .fast_train import GRAD_SEED, gradient_rel_diff, gradients
+    from .fast_train import GRAD_SEED, batch_loss, gradient_rel_diff, gradients
 
     B, target = stack.cfg.batch_size, stack.cfg.target
     eps = [stack.tunnel.sample(B, torch.Generator(stack.device).manual_seed(GRAD_SEED + i)) for i in range(stack.G)]
     stack.positions = eps[0].positions
     inputs = torch.stack([e.inputs for e in eps])
 
-    for p in stack.params:
-        p.grad = None
-    with torch.autocast(stack.device.type, dtype=stack.dtype) if stack.dtype is not None else _null():
+    def summed() -> torch.Tensor:  # the seeds' losses, each on its own batch
         out = stack.forward(dict(zip(stack.names, stack.params)), inputs)
-        sum(loss_fn(out[i], eps[i], target) for i in range(stack.G)).backward()
-    mine = [p.grad.detach().clone() for p in stack.params]
-    for p in stack.params:
-        p.grad = None
+        return sum(loss_fn(out[i], eps[i], target) for i in range(stack.G))
+
+    mine = gradients(summed, stack.params, stack.device, stack.dtype)
     worst = 0.0
     for i, run in enumerate(alone):
-        ref = gradients(run.forward, run.params, eps[i], target, run.dtype)
+        ref = gradients(lambda: batch_loss(run.forward, eps[i], target), run.params, run.device, run.dtype)
         worst = max(worst, gradient_rel_diff([g[i] for g in mine], ref))
     stack.positions = None
     return worst
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-
-def _timed(run: Any, steps: int) -> float:
-    """Steps/s of ``run`` over ``steps`` steps, after two chunks of warm-up (graph capture included)."""
-    for _ in range(2 * run.chunk):
-        run.step()
-    run.sync()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        run.step()
-    run.sync()
-    return steps / (time.perf_counter() - t0)
 
 
 def stack_and_alone(preset: Preset, device: str | torch.device, seeds: Sequence[int] = (0, 1, 2), steps: int = 200,
@@ -468,10 +377,10 @@ def stack_and_alone(preset: Preset, device: str | torch.device, seeds: Sequence[
     long = preset.with_train(steps=max(preset.train.steps, steps + 4 * chunk))
     alone = FastRun(long, dev, amp=amp, chunk=chunk)
     flops = train_flops_per_step(preset, sum(p.numel() for p in alone.model.parameters()))
-    rate_alone = _timed(alone, steps)
+    rate_alone = timed_steps(alone, steps)
     del alone
     stack = SeedStack([long.with_train(seed=s) for s in seeds], dev, amp=amp, chunk=chunk)
-    rate_stack = _timed(stack, steps)
+    rate_stack = timed_steps(stack, steps)
     peak = peak_tflops(device_name(dev)) if dev.type == "cuda" else None
     tf_alone, tf_stack = rate_alone * flops / 1e12, rate_stack * len(seeds) * flops / 1e12
     return {"preset": preset.name, "device": device_name(dev), "steps": steps, "seeds": list(seeds),

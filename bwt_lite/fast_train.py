@@ -28,7 +28,7 @@ the CPU whether to skip a step, which a graph cannot do: those GPUs keep :func:`
 from __future__ import annotations
 
 import time
-from collections import deque
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -39,6 +39,7 @@ from .presets import Preset
 from .runtime.device import amp_dtype, compiled, device_name, precision_name, resolve_device
 from .train import LossMeter, easy_tunnel, evaluation_row, init_model, loss_fn, lr_at, update_average, weight_average
 from .train_config import TrainState
+from .fast_step import GraphStepper, timed_steps
 from .tunnels import Episodes, make_tunnel
 from .fast_together import train_together  # several runs side by side (re-exported: the fast path's scheduler)
 
@@ -66,7 +67,7 @@ def train_flops_per_step(preset: Preset, n_params: int) -> float:
     return float(per_token * T * preset.train.batch_size)
 
 
-class FastRun:
+class FastRun(GraphStepper):
     """One preset's training as a replayed CUDA graph on its own stream (on a CPU: the same step, eager).
 
     ``step()`` does one optimizer step; ``evaluate_now()`` appends a history row as :func:`fit` does;
@@ -124,11 +125,8 @@ class FastRun:
         if resume is not None:
             self._restore(resume)
         self.batches: Episodes | None = None  # the current chunk (chunk x batch_size episodes)
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.graph_error: str | None = None
         self.started = time.perf_counter()
-        self.loss: torch.Tensor | None = None
-        self.pending: deque[torch.cuda.Event] = deque()  # one event per queued step (CUDA)
+        self._init_stepper()
 
     # -- set-up ------------------------------------------------------------------------------------
 
@@ -219,87 +217,17 @@ class FastRun:
         self.step_t.add_(1)
         return loss
 
-    def _eager_step(self) -> None:
-        self.opt.zero_grad(set_to_none=True)
-        self.loss = self._body()
-
-    def _capture(self) -> None:
-        """Record the step as a graph on this run's stream (after ``warmup`` eager steps there). Capturing
-        only records: the loss tensor it returns is filled by each replay."""
-        self.opt.zero_grad(set_to_none=True)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=self.stream):
-            self._graph_loss = self._body()
-        self.graph = graph
-
-    def step(self) -> None:
-        """One optimizer step (queued on the GPU; nothing waits for it)."""
-        if self.step_count >= self.cfg.steps:
-            raise RuntimeError(f"{self.preset.name}: all {self.cfg.steps} steps are done")
-        if self.stream is None:
-            self._cpu_step()
-            return
-        with torch.cuda.stream(self.stream):
-            if self.step_count % self.chunk == 0:
-                self._draw_chunk()
-            if self.graph is not None:
-                self.graph.replay()
-                self.loss = self._graph_loss
-            else:
-                self._eager_step()
-                if self.graph_wanted and self.graph_error is None and self.step_count + 1 >= self.warmup:
-                    try:
-                        self._capture()
-                    except Exception as e:  # a graph that cannot be captured: this run stays eager, and says so
-                        self.graph_error = f"{type(e).__name__}: {e}"
-                        self.graph = None
-                        self.opt.zero_grad(set_to_none=True)
-                        torch.cuda.synchronize(self.device)
-                        self.step_t.fill_(self.step_count + 1)
-        self.step_count += 1  # (capturing only records the body: the eager step above is this step)
-        if self.stream is not None:
-            event = torch.cuda.Event()
-            event.record(self.stream)
-            self.pending.append(event)
-
-    def ready(self, lag: int = 16) -> bool:
-        """Whether another step may be queued now: fewer than ``lag`` of this run's steps are still waiting
-        on the GPU (so that one run's queue never holds the others back). Always True on a CPU."""
-        while self.pending and self.pending[0].query():
-            self.pending.popleft()
-        return len(self.pending) < lag
-
-    def _cpu_step(self) -> None:
-        if self.step_count % self.chunk == 0:
-            self._draw_chunk()
-        self._eager_step()
-        self.step_count += 1
-
     # -- what a run reports ------------------------------------------------------------------------
-
-    @property
-    def done(self) -> bool:
-        return self.stopped or self.step_count >= self.cfg.steps
 
     @property
     def scored(self) -> torch.nn.Module:
         """The model that evaluations score and that is saved: the weight average, else the weights."""
         return self.model if self.average is None else self.average
 
-    @property
-    def elapsed_s(self) -> float:
-        return self.elapsed_before + time.perf_counter() - self.started
-
-    def sync(self) -> None:
-        if self.stream is not None:
-            self.stream.synchronize()
-            self.pending.clear()
-
     def evaluate_now(self, episodes: int | None = None) -> dict[str, float]:
         """A history row (mean training loss since the last one, held-out metrics), as :func:`fit` writes."""
         self.sync()
-        ctx = torch.cuda.stream(self.stream) if self.stream is not None else _null()
-        with ctx:
+        with self.on_stream():
             cfg = self.cfg if episodes is None else replace(self.cfg, eval_episodes=episodes)
             row = evaluation_row(self.scored, self.tunnel, cfg, self.device, self.step_count, self.losses.take(),
                                  self.elapsed_s, self.preset.name, amp=self.dtype is not None)
@@ -343,21 +271,10 @@ class FastRun:
         self._member(i)
         return final_scores(self, episodes)
 
-    def release(self) -> None:
-        """Free the graph and the episode buffers (the model stays, for saving)."""
-        self.graph, self.batches = None, None
 
     def _member(self, i: int) -> None:
         if i != 0:
             raise IndexError(f"a FastRun has one member (0), not {i}")
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def check_against_eager(preset: Preset, device: str | torch.device, steps: int = 4, amp: str = "auto",
@@ -374,8 +291,10 @@ def check_against_eager(preset: Preset, device: str | torch.device, steps: int =
     # the gradients first, on one batch of a stream of their own: AdamW's first updates are close to the
     # learning rate times the gradient's sign, so the weights after a few steps barely show a wrong gradient
     batch = make_tunnel(**preset.tunnel).sample(preset.train.batch_size, torch.Generator(dev).manual_seed(GRAD_SEED))
-    grad = gradient_rel_diff(gradients(fast.forward, fast.params, batch, preset.train.target, fast.dtype),
-                             gradients(eager, list(eager.parameters()), batch, preset.train.target, fast.dtype))
+    grad = gradient_rel_diff(gradients(lambda: batch_loss(fast.forward, batch, preset.train.target), fast.params,
+                                       dev, fast.dtype),
+                             gradients(lambda: batch_loss(eager, batch, preset.train.target), list(eager.parameters()),
+                                       dev, fast.dtype))
     fast_losses, eager_losses = [], []
     for s in range(steps):
         fast.step()
@@ -394,19 +313,24 @@ def check_against_eager(preset: Preset, device: str | torch.device, steps: int =
 GRAD_SEED = 12_345  # the episodes the device checks compare gradients on (not a training or evaluation stream)
 
 
-def gradients(forward: Callable[..., torch.Tensor], params: list[torch.Tensor], episodes: Episodes, target: str,
+def gradients(loss: Callable[[], torch.Tensor], params: list[torch.Tensor], device: torch.device,
               dtype: torch.dtype | None) -> list[torch.Tensor]:
-    """The gradients of the loss on ``episodes`` with respect to ``params`` (under autocast to ``dtype``);
-    the parameters' own ``.grad`` is left empty."""
+    """The gradients of ``loss()`` (computed under autocast to ``dtype``) with respect to ``params``; the
+    parameters' own ``.grad`` is left empty."""
     for p in params:
         p.grad = None
-    with torch.autocast(episodes.inputs.device.type, dtype=dtype) if dtype is not None else _null():
-        loss = loss_fn(forward(episodes.inputs, episodes.positions), episodes, target)
-    loss.backward()
+    with torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext():
+        value = loss()
+    value.backward()
     out = [p.grad.detach().clone() for p in params]
     for p in params:
         p.grad = None
     return out
+
+
+def batch_loss(forward: Callable[..., torch.Tensor], episodes: Episodes, target: str) -> torch.Tensor:
+    """The training loss of ``forward`` on ``episodes``."""
+    return loss_fn(forward(episodes.inputs, episodes.positions), episodes, target)
 
 
 def gradient_rel_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
@@ -448,14 +372,7 @@ def eager_and_fast(preset: Preset, device: str | torch.device, steps: int = 200,
     long = preset.with_train(steps=max(cfg.steps, steps + 4 * chunk))
     for name, compiled_forward in (("fast", False), ("compiled", True))[:2 if compile else 1]:
         fast = FastRun(long, dev, amp=amp, chunk=chunk, compile=compiled_forward)
-        for _ in range(2 * chunk):  # the warm-up steps (the compile), the capture and a first chunk
-            fast.step()
-        fast.sync()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            fast.step()
-        fast.sync()
-        rates[name] = steps / (time.perf_counter() - t0)
+        rates[name] = timed_steps(fast, steps)
     flops = train_flops_per_step(preset, sum(p.numel() for p in fast.model.parameters()))
     peak = peak_tflops(device_name(dev)) if dev.type == "cuda" else None
     out: dict[str, Any] = {"preset": preset.name, "device": device_name(dev), "steps": steps,
@@ -478,7 +395,7 @@ def _sync(device: torch.device) -> None:
 def final_scores(run: FastRun, episodes: int = 2048) -> dict[str, Any]:
     """The finished model scored on ``episodes`` held-out episodes (the seed's evaluation stream)."""
     run.sync()
-    with torch.cuda.stream(run.stream) if run.stream is not None else _null():
+    with run.on_stream():
         res = evaluate(run.scored, run.tunnel, episodes=episodes, device=run.device)
     run.model.train()
     return {"entropy_mae_bits": res.entropy_mae_bits, "kl_bits": res.kl_bits, "accuracy": res.accuracy}
