@@ -1,0 +1,86 @@
+"""Extend the window ladders stored in the shipped HMM records to each card's longest window.
+
+A record (``cell_seeds.json``, ``hmm_slow_seeds.json``, ``hmm_mamba_sweep.json``) stores the window filters
+scored on its held-out episodes beside its models, and its models are judged again against them whenever
+the record is read. When a card's ladder grows, the windows it lacks are computed here on the same episodes
+(seed 0, the record's episode count; windows need no model): the windows it already stores must come out
+the same to 1e-9 bits, or the record was scored on other episodes and the script stops without writing.
+
+    python experiments/extend_ladders.py            # rewrite the shipped records in place
+    python experiments/extend_ladders.py --check    # only say which records lack windows (exit 1 if any)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bwt_lite.baselines import evaluate_baselines
+from bwt_lite.paths import data_file
+from bwt_lite.reproduce import cell_preset
+from bwt_lite.tunnels import make_tunnel
+from bwt_lite.verdicts import MAX_WINDOW
+
+from _common import write
+
+METRICS = ("entropy_mae_bits", "kl_bits", "accuracy")
+
+
+def ladder(cell: str, episodes: int) -> dict[str, dict[str, float]]:
+    """Every window of ``cell``'s ladder on ``episodes`` held-out episodes of seed 0."""
+    tunnel = make_tunnel(**cell_preset(cell, "transformer", "lite").tunnel)
+    return {name: {m: getattr(r, m) for m in METRICS}
+            for name, r in evaluate_baselines(tunnel, episodes=episodes, seed=0, max_window=MAX_WINDOW[cell]).items()}
+
+
+def extended(cell: str, stored: dict[str, Any], episodes: int, where: str) -> dict[str, Any]:
+    """``stored`` with the windows it lacks, each with the metrics ``stored`` keeps for its windows."""
+    full = ladder(cell, episodes)
+    for name, metrics in stored.items():
+        if name in full and abs(full[name]["entropy_mae_bits"] - metrics["entropy_mae_bits"]) > 1e-9:
+            raise SystemExit(f"{where}: {name} is {metrics['entropy_mae_bits']:.9g} bits in the record but "
+                             f"{full[name]['entropy_mae_bits']:.9g} on {episodes} episodes of seed 0: other episodes")
+    keys = next(iter(stored.values())).keys()
+    out = dict(stored)
+    for name, metrics in full.items():
+        if name.startswith("window-") and name not in out:
+            out[name] = {k: metrics[k] for k in keys}
+    return out
+
+
+def missing(cell: str, stored: dict[str, Any]) -> list[str]:
+    return [f"window-{w}" for w in range(MAX_WINDOW[cell] + 1) if f"window-{w}" not in stored]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="report the records that lack windows; write nothing")
+    args = p.parse_args(argv)
+    lacking = []
+    seeds_path = data_file("cell_seeds.json")
+    seeds = json.loads(seeds_path.read_text())
+    for cell in seeds["cells"]:
+        if cell["tunnel"] in MAX_WINDOW and cell.get("baselines") and missing(cell["tunnel"], cell["baselines"]):
+            where = f"cell_seeds.json {cell['name']} ({cell['threads']} thread(s), {cell.get('change') or 'recipe'})"
+            lacking.append(where)
+            if not args.check:
+                cell["baselines"] = extended(cell["tunnel"], cell["baselines"], seeds["episodes"], where)
+    for name, cell in (("hmm_slow_seeds.json", "hmm-slow"), ("hmm_mamba_sweep.json", "hmm")):
+        path = data_file(name)
+        record = json.loads(path.read_text())
+        if record.get("variant") == "slow":
+            cell = "hmm-slow"
+        if missing(cell, record["windows"]):
+            lacking.append(name)
+            if not args.check:
+                record["windows"] = extended(cell, record["windows"], record["episodes"], name)
+                write(path, record)
+    if lacking and not args.check:
+        write(seeds_path, seeds)
+    print("\n".join(f"{'lacks windows' if args.check else 'extended'}: {w}" for w in lacking) or "every ladder is complete")
+    return 1 if (args.check and lacking) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
