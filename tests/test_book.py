@@ -51,7 +51,7 @@ def test_chapter_standards(path):
     slug = REPO.removeprefix("https://github.com/")
     badge = f"https://colab.research.google.com/github/{slug}/blob/main/chapters/{path.name}"
     assert badge in first, f"Colab badge should link {badge}"
-    assert re.search(r"learning objectives", first, re.I) and re.search(r"estimated time", first, re.I)
+    assert re.search(r"learning objectives", first, re.I)  # its time: a code cell (tests/test_chapter_times.py)
     setup = src[1]
     assert cells[1]["cell_type"] == "code" and "setup_notebook(" in setup
     assert f'git+{REPO}@v{bwt_lite.__version__}"' in setup, "install cell must pin this repository at the book's version"

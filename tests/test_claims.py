@@ -10,6 +10,7 @@ import torch
 
 from bwt_lite import claims as C
 from bwt_lite.paper import paper_figure, paper_value
+from bwt_lite.verdicts import MAX_WINDOW
 
 CHAPTERS = Path(__file__).resolve().parent.parent / "chapters"
 
@@ -161,6 +162,95 @@ def test_llm_rules_on_constructed_measurements():
     assert blind[0] == C.NOT_REPRODUCED and "prompt-blind" in blind[2]
 
 
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("all_points, within, verdict", [
+    (0.90, 0.85, C.REPRODUCED), (0.90, 0.30, C.PARTLY), (0.20, 0.81, C.PARTLY), (0.07, 0.06, C.NOT_REPRODUCED),
+    (0.90, NAN, C.PARTLY), (NAN, NAN, C.NOT_REPRODUCED)])
+def test_manifold_rule_needs_all_points_and_within_position(all_points, within, verdict):
+    got, rule = C.manifold_verdict(all_points, within, 0.8)
+    assert got == verdict and rule.startswith(f"{verdict}: PC1 > 80% holds")
+    assert ("not within position" in rule) is (verdict == C.PARTLY and not within > 0.8)
+
+
+@pytest.mark.parametrize("all_points, within, verdict", [
+    ([0.1, 0.5, 0.9], [0.2, 0.85], C.REPRODUCED), ([0.1, 0.9], [0.3, 0.2], C.PARTLY),
+    ([0.3, 0.9, 0.2], [0.1, 0.4], C.PARTLY), ([0.09, 0.22, 0.07], [0.14, 0.25, 0.07], C.NOT_REPRODUCED)])
+def test_unfurling_rule_compares_the_last_snapshot_with_the_first(all_points, within, verdict):
+    got, rule = C.unfurling_verdict(all_points, within)
+    assert got == verdict and rule.startswith(f"{verdict}: PC1's share grows")
+
+
+@pytest.mark.parametrize("mamba, window, lstm, learned, verdict, says", [
+    (0.60, 0.98, -0.02, False, C.NOT_REPRODUCED, "window read-out"),  # below the 2-symbol window's belief
+    (0.60, 0.58, 0.00, True, C.NOT_REPRODUCED, "window read-out"),  # above it, but not by the gap
+    (0.90, 0.50, 0.00, False, C.PARTLY, "never learned"),  # far above an LSTM that learned nothing: no evidence
+    (0.90, 0.50, 0.30, True, C.REPRODUCED, "trained LSTM"),
+    (0.90, 0.50, 0.88, True, C.PARTLY, "not the trained LSTM")])
+def test_simplex_rule_needs_the_window_beliefs_and_a_trained_lstm(mamba, window, lstm, learned, verdict, says):
+    got, rule = C.simplex_verdict(mamba, window, lstm, learned)
+    assert got == verdict and rule.startswith(f"{verdict}:") and says in rule
+
+
+def test_uniform_belief_mae_is_log2_c_minus_the_mean_bayes_entropy():
+    from types import SimpleNamespace
+
+    from bwt_lite.claims.geometry import uniform_belief_mae
+
+    assert uniform_belief_mae(SimpleNamespace(per_position={"h_bayes": [2.0, 1.0]}), 4) == pytest.approx(0.5)
+
+
+def test_per_position_means_alone_never_earn_the_manifold_claims(monkeypatch):
+    """Position means on a line (PC1 100 %) with an isotropic spread of the episodes around them: the value
+    manifold row is not reproduced and says the means are context; a trajectory where only the means' share
+    grows does not unfurl."""
+    from types import SimpleNamespace
+
+    from bwt_lite.claims import geometry
+    from bwt_lite.geometry.manifold import PC1Shares, Representation
+
+    g = torch.Generator().manual_seed(0)
+    E, P, d = 64, 10, 10
+    along = torch.zeros(P, d, dtype=torch.float64)
+    along[:, 0] = 3.0 * torch.arange(P, dtype=torch.float64)
+    x = (along.unsqueeze(0) + 3 * torch.randn(E, P, d, generator=g, dtype=torch.float64)).reshape(E * P, d)
+    h = torch.log2(20.0 - torch.arange(P, dtype=torch.float64)).repeat(E)  # fixed by the position, as on the bijection
+    rep = Representation(x=x, probs=torch.zeros(E * P, 2, dtype=torch.float64), entropy=h,
+                         position=torch.arange(P).repeat(E), episode=torch.arange(E).repeat_interleave(P))
+    monkeypatch.setattr(geometry, "collect_representation", lambda *args, **kw: rep)
+    ctx = SimpleNamespace(geometry_model=lambda tunnel: (None, "a constructed representation"),
+                          tunnel=lambda tunnel: None, budget=SimpleNamespace(geometry=E))
+    row = geometry.row_value_manifold(ctx)
+    assert row.details["pc1_position_means"] > 0.95  # far above the criterion: on its own it would pass
+    assert row.details["pc1_all_points"] < 0.8 and row.details["pc1_within_position"] < 0.8
+    assert row.verdict == C.NOT_REPRODUCED and row.reason.startswith("not reproduced: PC1 > 80% holds neither")
+    assert "Context only, never a verdict: PC1 of the 10 per-position means" in row.reason
+
+    steps = [0, 100, 1000]
+    shares = [PC1Shares(all_points=a, within_position=w, position_means=m)
+              for a, w, m in ((0.09, 0.14, 0.12), (0.22, 0.25, 0.97), (0.07, 0.07, 0.87))]
+    unfurl = geometry.unfurling_row(steps, shares, [0.1, 0.9, 0.04], "constructed", 16)
+    assert unfurl.verdict == C.NOT_REPRODUCED and unfurl.reason.startswith("not reproduced: PC1's share grows")
+    assert "Context only, never a verdict: per-position means 12.0 % at init" in unfurl.reason
+    grows = [PC1Shares(all_points=a, within_position=w, position_means=0.5) for a, w in ((0.1, 0.1), (0.9, 0.85))]
+    assert geometry.unfurling_row([0, 1], grows, [0.1, 0.9], "constructed", 16).verdict == C.REPRODUCED
+
+
+def test_recorded_manifold_rows_from_the_older_rule_are_judged_again():
+    from bwt_lite.claims.paper_scale import rejudged, within_position_bound
+
+    old = {"id": "value-manifold-pc1", "verdict": C.PARTLY, "reason": "> 80% holds for per-position means",
+           "details": {"pc1_all_points": 0.077, "pc1_position_means": 0.976}}
+    new = rejudged(old)
+    assert new["verdict"] == C.NOT_REPRODUCED and new["details"]["rejudged"]
+    assert new["details"]["pc1_within_position_max"] == pytest.approx(0.077 / (1 - 0.077 / 0.976))
+    assert "first recorded: > 80% holds for per-position means" in new["reason"]
+    current = {**old, "details": {**old["details"], "pc1_within_position": 0.9}}
+    assert rejudged(current) is current  # recorded under the current rule: left as it is
+    assert within_position_bound(0.5, 0.4) == 1.0  # the shares say nothing
+
+
 def test_unknown_ids_are_refused():
     with pytest.raises(ValueError, match="unknown claim ids"):
         C.scorecard(fast=True, ids=["no-such-claim"])
@@ -220,8 +310,8 @@ def test_fast_scorecard_robust_verdicts(fast_rows):
     # verdicts that hold by wide margins even on the tiny fast-mode counts
     assert row["bijection-headline"].verdict == C.PARTLY  # the table's 0.007 within 3x, the abstract's 1e-3 not
     assert row["bijection-mlp"].verdict == C.REPRODUCED  # at the context-blind plateau
-    assert row["hmm-transformer"].verdict == C.NOT_REPRODUCED  # short of the near-exact 4-symbol window
-    assert "(equivalent window); transport needs less than window-4" in row["hmm-transformer"].reason
+    assert row["hmm-transformer"].verdict == C.NOT_REPRODUCED  # short of the near-exact 8-symbol window
+    assert f"(equivalent window); transport needs less than window-{MAX_WINDOW['hmm']}" in row["hmm-transformer"].reason
     assert row["hmm-transformer"].details["slow_hmm"]["equivalent_window"] is not None
     assert "seeds 0-4 of the recipe realise it" in row["hmm-transformer"].reason  # the slow-HMM recipe's seeds
     assert row["keys-orthogonal"].verdict == C.NOT_REPRODUCED  # less orthogonal than at random init
@@ -321,7 +411,7 @@ def test_slow_hmm_success_counts_only_if_its_seeds_hold(monkeypatch, holds, verd
             return {"entropy_mae_bits": 0.01, "kl_bits": 0.001}
 
         def baselines(self, tunnel: str):
-            return {f"window-{w}": {k: v / (w + 1) for k, v in window4.items()} for w in range(13)}
+            return {f"window-{w}": {k: v / (w + 1) for k, v in window4.items()} for w in range(MAX_WINDOW["hmm-slow"] + 1)}
 
     monkeypatch.setattr(cells, "metrics_of", lambda r: r)
     row = _claim("hmm-mamba", verdict=C.NOT_REPRODUCED, details={"paper_succeeds": True, "ours_realises": False})

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from bwt_lite.cli import main
-from bwt_lite.recipes import get_preset
+from bwt_lite.recipes import get_preset, resolve_tunnel_args
+from bwt_lite.tunnels import TUNNELS, make_tunnel
 
 BWT = [sys.executable, "-m", "bwt_lite.cli"]
 
@@ -36,6 +37,37 @@ def test_episode_paired_variant(capsys):
     assert main(["episode", "bijection", "--variant", "paired", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["variant"] == "paired" and len(out["tokens"]) == 39 and max(out["posterior"][-1]) == 1.0
+
+
+def test_episode_uses_the_variants_own_tunnel_arguments(capsys):
+    # the slow HMM is 3 states over 30 steps (VARIANT_ARGS), as the models of its cell are trained on
+    assert main(["episode", "hmm", "--variant", "slow", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["variant"], out["S"], out["O"], out["K"]) == ("slow", 3, 5, 30) and len(out["target"]) == 30
+
+
+@pytest.mark.parametrize("tunnel", sorted(TUNNELS))
+def test_episode_variant_info_and_eval_resolve_one_tunnel(tunnel, capsys):
+    # every command that takes --variant builds the tunnel that training builds (resolve_tunnel_args)
+    for variant in (None, *TUNNELS[tunnel].variants):
+        flag = [] if variant is None else ["--variant", variant]
+        trained = make_tunnel(**resolve_tunnel_args(tunnel, variant)).config()
+        assert main(["episode", tunnel, "--json", *flag]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert {k: out[k] for k in trained} == trained, (tunnel, variant)
+        assert main(["info", tunnel, "mlp", "--json", *flag]) == 0
+        assert json.loads(capsys.readouterr().out)["tunnel"] == trained, (tunnel, variant)
+
+
+def test_eval_of_a_variant_scores_its_own_tunnel_and_an_explicit_length_wins():
+    from bwt_lite.cli import eval_tunnel
+
+    slow = get_preset("hmm", "transformer", variant="slow")
+    assert {k: slow.tunnel[k] for k in ("S", "O", "K")} == {"S": 3, "O": 5, "K": 30}
+    assert eval_tunnel(slow).config() == slow.tunnel
+    longer = eval_tunnel(slow, 50).config()
+    assert (longer["S"], longer["K"], longer["variant"]) == (3, 50, "slow")
+    assert resolve_tunnel_args("hmm", "slow", length=12)["K"] == 12
 
 
 def test_info_json_reports_exact_parameter_count(capsys):

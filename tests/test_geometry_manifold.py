@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from bwt_lite.geometry.manifold import (Representation, manifold_of, pca, pearson, rankdata, spearman,
-                                        value_manifold)
+from bwt_lite.geometry.manifold import (Representation, manifold_of, pc1_shares, pca, pearson, position_means,
+                                        rankdata, spearman, value_manifold)
 from bwt_lite.models import build_model
 from bwt_lite.recipes import get_preset
 from bwt_lite.tunnels import make_tunnel
@@ -120,3 +120,36 @@ def test_position_means_and_single_episodes_discard_the_episode_content():
     assert r.pc1_position_means == pytest.approx(1.0, abs=1e-9)
     assert r.position_means_r == pytest.approx(1.0, abs=1e-9)
     assert r.pc1_single_episode == pytest.approx(1.0, abs=1e-9)
+
+
+def test_pc1_within_position_is_the_spread_among_episodes_at_one_position():
+    """Positions on a line along e1 (values -3, -1, 1, 3: variance 5); at every position the episodes
+    spread along e2 (variance 4) and e3 (variance 1), uncorrelated and zero-mean within the position."""
+    P, E = 4, 4
+    along = torch.tensor([-3.0, -1.0, 1.0, 3.0], dtype=torch.float64)
+    s = torch.tensor([2.0, -2.0, 2.0, -2.0], dtype=torch.float64)  # variance 4
+    t = torch.tensor([1.0, 1.0, -1.0, -1.0], dtype=torch.float64)  # variance 1, orthogonal to s
+    x = torch.stack([along.repeat(E), s.repeat_interleave(P), t.repeat_interleave(P)], 1)
+    rep = _rep(x, torch.zeros(E * P, dtype=torch.float64), E, P)
+    assert torch.allclose(position_means(x, rep.position)[:, 0], along)
+    shares = pc1_shares(rep)
+    assert shares.within_position == pytest.approx(4 / 5, abs=1e-12)  # e2 of the within-position spread
+    assert shares.position_means == pytest.approx(1.0, abs=1e-12)  # the means lie on a line
+    assert shares.all_points == pytest.approx(5 / 10, abs=1e-12)  # e1: 5 of 5 + 4 + 1
+    r = manifold_of(rep)
+    assert (r.pc1, r.pc1_within_position, r.pc1_position_means) == pytest.approx(
+        (shares.all_points, shares.within_position, shares.position_means), abs=1e-12)
+
+
+def test_all_points_share_bounds_the_within_position_share():
+    """The covariance over all points is the within-position one plus that of the position means (every
+    episode has every position), so PC1 over all points >= within share x w and >= means share x (1 - w),
+    w the within-position fraction of the variance: within <= all / (1 - all / means)."""
+    g = torch.Generator().manual_seed(7)
+    E, P, d = 60, 7, 6
+    for scale in (0.3, 1.0, 3.0):
+        x = (scale * torch.randn(1, P, d, generator=g, dtype=torch.float64)
+             + torch.randn(E, P, d, generator=g, dtype=torch.float64) * torch.linspace(0.2, 2, d)).reshape(E * P, d)
+        sh = pc1_shares(_rep(x, torch.zeros(E * P, dtype=torch.float64), E, P))
+        assert sh.all_points < sh.position_means
+        assert sh.within_position <= sh.all_points / (1 - sh.all_points / sh.position_means) + 1e-12

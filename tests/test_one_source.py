@@ -53,13 +53,3 @@ def test_numbers_in_prose_come_from_code_or_the_papers(path):
     typed = [f"{where}: {m.group(1)} in {text[max(0, m.start() - 50):m.end()].strip()!r}"
              for where, text in prose(path) for m in DECIMAL.finditer(text) if m.group(1) not in SOURCES]
     assert not typed, f"{len(typed)} number(s) no code prints: {typed[:4]}"
-
-
-def test_the_guide_gives_each_chapter_its_own_time_estimate():
-    """The instructors' guide's at-a-glance table says what each chapter's first cell says."""
-    guide = (ROOT / "book" / "instructors.md").read_text()
-    for path in CHAPTERS:
-        first = "".join(json.loads(path.read_text())["cells"][0]["source"])
-        minutes = re.search(r"[Ee]stimated time[^\n]*?[Aa]bout (\d+) minutes", first).group(1)
-        row = re.search(rf"^\| {int(path.name[:2])}\. [^|]+\| [^|]+\| (\d+) min \|", guide, re.M)
-        assert row and row.group(1) == minutes, (path.stem, minutes, row and row.group(1))

@@ -112,3 +112,50 @@ def test_position_runs_load_and_give_one_row_per_run(tmp_path):
         position_rows(runs, 20)
     with pytest.raises(FileNotFoundError, match="hmm_positions.py"):
         load_position_runs(tmp_path / "missing.json")
+
+
+def _best_models() -> dict[str, list[tuple[str, float]]]:
+    """Every model score the shipped records hold on each transport cell: (where, entropy MAE)."""
+    from bwt_lite.cell_seeds import load_cell_seeds
+    from bwt_lite.claims.paper_scale import load_paper_scale
+    from bwt_lite.window_ladder import load_mamba_sweep, load_slow_seeds
+
+    found: dict[str, list[tuple[str, float]]] = {"hmm": [], "hmm-slow": []}
+    for cell in load_cell_seeds()["cells"]:
+        if cell["tunnel"] in found:
+            found[cell["tunnel"]] += [(f"{cell['name']} seed {s['seed']}", s["entropy_mae_bits"]) for s in cell["seeds"]]
+    found["hmm-slow"] += [(f"slow sweep seed {r['seed']}", r["entropy_mae_bits"]) for r in load_slow_seeds()["runs"]]
+    found["hmm"] += [(f"Mamba sweep {r['change']}", r["entropy_mae_bits"]) for r in load_mamba_sweep()["runs"]]
+    recorded = load_paper_scale()
+    if recorded is not None:
+        found["hmm"] += [(f"paper scale {c['id']}", c["details"]["ours"]["entropy_mae_bits"])
+                         for c in recorded["claims"] if c["id"] == "hmm-transformer"]
+    return found
+
+
+def test_every_ladder_reaches_a_tenth_of_the_best_model():
+    """A transport cell's longest window scores at most a tenth of the best model's entropy MAE on it (lite and
+    paper-scale records alike) or is the episode length, so no model sits past the end of the ladder."""
+    from bwt_lite.baselines import evaluate_baseline
+    from bwt_lite.reproduce import cell_preset
+    from bwt_lite.tunnels import make_tunnel
+    from bwt_lite.verdicts import MAX_WINDOW
+
+    for cell, scores in _best_models().items():
+        tunnel = make_tunnel(**cell_preset(cell, "transformer", "lite").tunnel)
+        top = MAX_WINDOW[cell]
+        where, best = min(scores, key=lambda s: s[1])
+        longest = evaluate_baseline(tunnel, f"window-{top}", episodes=1024, seed=0).entropy_mae_bits
+        assert top >= tunnel.K or longest <= best / 10, (
+            f"{cell}: window-{top} scores {longest:.3g} bits, more than a tenth of {where}'s {best:.3g}")
+
+
+def test_shipped_records_hold_the_whole_ladder():
+    """Every record that judges models against the ladder stores every window of it (experiments/extend_ladders.py)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1] / "experiments"
+    done = subprocess.run([sys.executable, "extend_ladders.py", "--check"], cwd=here, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

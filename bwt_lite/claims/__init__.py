@@ -28,7 +28,8 @@ Every number in a row is computed by the code that runs; the paper's numbers com
 How each row decides is in its function (``rows_*`` of :mod:`.cells`, :mod:`.geometry`,
 :mod:`.dynamics` and :mod:`.llm`), built from the rule functions
 :func:`within_factor`, :func:`within_points`, :func:`size_verdict`, :func:`cell_verdict`,
-:func:`count_verdict` and :func:`trend`, which tests exercise on constructed numbers. The lite
+:func:`count_verdict`, :func:`trend` and the rules of single claims (:func:`manifold_verdict`,
+:func:`unfurling_verdict`, :func:`simplex_verdict`), which tests exercise on constructed numbers. The lite
 models are shallow (2 layers on the bijection, 4 on the HMM, against the paper's 6 and 9): a
 depth-wise claim is still decided, and its reason says how few layers the trend rests on.
 
@@ -46,16 +47,20 @@ from __future__ import annotations
 from .catalogue import (CH_BIJECTION, CH_ELIMINATION, CH_FRAME, CH_GRADIENTS, CH_HMM, CH_LLM, CH_MAMBA, CH_MANIFOLD,
                         CH_PRIMITIVES, CH_RECALL, CLAIM_IDS, CLAIMS, FAST, FULL, Budget, Claim, ClaimInfo)
 from .llm import llm_measurements, llm_verdicts
-from .rules import (ACCURACY_POINTS, EARLY, FACTOR, HEAD_RAISE, KEEPS_FALLING, LENGTHS, NOT_REPRODUCED, NOT_TESTABLE,
-                    PARTLY, PROBE_EMBEDDING_MAX, PROBE_FINAL_MIN, REPRODUCED, RISE_TOLERANCE, SETTLED, SIMPLEX_GAP,
-                    SPEEDUP_FACTOR, VERDICTS, cell_verdict, count_verdict, ratio, size_verdict, speedup_verdict, trend,
-                    within_factor, within_points)
+from .rules import (ACCURACY_POINTS, EARLY, FACTOR, HEAD_RAISE, KEEPS_FALLING, LEARNED, LENGTHS, NOT_REPRODUCED,
+                    NOT_TESTABLE, PARTLY, PROBE_EMBEDDING_MAX, PROBE_FINAL_MIN, REPRODUCED, RISE_TOLERANCE, SETTLED,
+                    SIMPLEX_GAP, SPEEDUP_FACTOR, VERDICTS, cell_verdict, count_verdict, manifold_verdict, ratio,
+                    simplex_verdict, size_verdict, speedup_verdict, trend, unfurling_verdict, within_factor,
+                    within_points)
 from .paper_scale import PAPER_SCALE_IDS, load_paper_scale, recorded_rows, trained_text
 from .scoring import (counts, format_paper_scale, format_scorecard, html_table, paper_scale_html, report, scorecard,
                       to_dict, to_json)
+from .saved import chapter_claims, claim_box, claim_row, saved_scorecard
 
-__all__ = ["ACCURACY_POINTS", "Budget", "CLAIM_IDS", "Claim", "ClaimInfo", "FACTOR", "FAST", "FULL",
+__all__ = ["ACCURACY_POINTS", "Budget", "CLAIM_IDS", "Claim", "ClaimInfo", "chapter_claims", "claim_box", "claim_row",
+           "saved_scorecard", "FACTOR", "FAST", "FULL",
            "CLAIMS", "PAPER_SCALE_IDS", "SPEEDUP_FACTOR", "VERDICTS", "cell_verdict", "count_verdict", "counts",
-           "format_paper_scale", "format_scorecard", "html_table", "llm_measurements", "llm_verdicts", "load_paper_scale", "paper_scale_html", "ratio",
-           "recorded_rows", "report", "scorecard", "size_verdict", "speedup_verdict", "to_dict", "to_json",
-           "trained_text", "trend", "within_factor", "within_points"]
+           "format_paper_scale", "format_scorecard", "html_table", "llm_measurements", "llm_verdicts",
+           "load_paper_scale", "manifold_verdict", "paper_scale_html", "ratio", "recorded_rows", "report", "scorecard",
+           "simplex_verdict", "size_verdict", "speedup_verdict", "to_dict", "to_json", "trained_text", "trend", "unfurling_verdict",
+           "within_factor", "within_points"]

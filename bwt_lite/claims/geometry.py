@@ -2,17 +2,16 @@
 belief probes, the training trajectory (unfurling, frame-precision dissociation), Mamba's belief simplex."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import torch
-
 from ..checkpoints import find_checkpoint
-from ..evaluate import evaluate
+from ..evaluate import EvalResult, evaluate
 from ..geometry.ablation import head_ablation, layer_ablation
 from ..geometry.dissociation import frame_precision, load_trajectory
 from ..geometry.elimination import ELIMINATED, KEY, progressive_elimination
 from ..geometry.frame import analytic_abs_cosine, key_orthogonality
-from ..geometry.manifold import collect_representation, manifold_of, pca
+from ..geometry.manifold import PC1Shares, collect_representation, manifold_of, pc1_shares
 from ..geometry.probes import probe_layers, probe_window_beliefs
 from ..geometry.simplex import belief_simplex
 from ..paper import paper_figure
@@ -21,9 +20,9 @@ from ..tunnels import make_tunnel
 from ..window_ladder import look_back_text
 from .catalogue import Claim
 from .context import Context, make_row, metrics_of, paper_depth
-from .rules import (EARLY, FACTOR, HEAD_RAISE, KEEPS_FALLING, NOT_REPRODUCED, PARTLY, PROBE_EMBEDDING_MAX, REPRODUCED,
-                    PROBE_FINAL_MIN, RISE_TOLERANCE, SETTLED, SIMPLEX_GAP, count_verdict, num, pct, size_verdict,
-                    times, trend, within_factor)
+from .rules import (EARLY, FACTOR, HEAD_RAISE, KEEPS_FALLING, LEARNED, NOT_REPRODUCED, PARTLY, PROBE_EMBEDDING_MAX,
+                    PROBE_FINAL_MIN, RISE_TOLERANCE, SETTLED, count_verdict, manifold_verdict, num, pct,
+                    simplex_verdict, size_verdict, times, trend, unfurling_verdict)
 
 
 def rows_frame(ctx: Context) -> list[Claim]:
@@ -145,33 +144,36 @@ def rows_manifold(ctx: Context) -> list[Claim]:
 
 
 def row_value_manifold(ctx: Context) -> Claim:
-    """PC1 of the last layer's representation on the bijection model, over points and per-position means."""
+    """PC1's share of the last layer's representation on the bijection model, decided over all points and
+    within position (:func:`~bwt_lite.claims.rules.manifold_verdict`); over the per-position means as
+    context only."""
     (model, which), t = ctx.geometry_model("bijection"), ctx.tunnel("bijection")
     n = ctx.budget.geometry
     man = manifold_of(collect_representation(model, t, episodes=n, seed=0))
     claim = paper_figure("value_manifold_pc1").value
     lo, hi = paper_figure("value_manifold_pc1_recap_low").value, paper_figure("value_manifold_pc1_recap_high").value
-    parts = {"all points": man.pc1, "per-position means": man.pc1_position_means}
-    verdict = count_verdict([v > claim for v in parts.values()])
-    held = [k for k, v in parts.items() if v > claim]
-    reason = (f"PC1 over all {man.n_points:,} (episode, position) points {pct(man.pc1)}, over the "
-              f"{t.L} per-position means {pct(man.pc1_position_means)} (|r| with the entropy "
-              f"{num(man.position_means_r)}); > {claim:.0%} holds for {', '.join(held) if held else 'neither'}; "
-              f"the paper does not say over which points; per-position means are confounded with the position "
-              f"itself (chapter 9): with each position's mean taken out, PC1 holds {pct(man.pc1_within_position)}"
-              + (f" and its |r| with the entropy's deviation is {num(man.within_position_r)}"
-                 if man.within_position_r == man.within_position_r else
-                 ", and the Bayes entropy is fixed by the position on this tunnel, so PC1 of the per-position means "
-                 "cannot tell the entropy from the position")
-              + f"; {which}")
-    pc1 = make_row("value-manifold-pc1", paper=f"> {claim:.0%} (Paper III's recap: {lo:.0%}-{hi:.0%})",
-                   ours=f"{pct(man.pc1)} all points; {pct(man.pc1_position_means)} per-position means",
-                   verdict=verdict, reason=reason, paper_value=claim, ours_value=man.pc1,
-                   details={"pc1_all_points": man.pc1, "pc1_position_means": man.pc1_position_means,
-                            "pc1_within_position": man.pc1_within_position, "within_position_r": man.within_position_r,
-                            "pc1_single_episode": man.pc1_single_episode, "pearson_r": man.pearson_r,
-                            "position_means_r": man.position_means_r, "episodes": n})
-    return pc1
+    verdict, rule = manifold_verdict(man.pc1, man.pc1_within_position, claim)
+    n_pos = int(man.position.max()) + 1
+    has_r = man.within_position_r == man.within_position_r  # nan where the entropy is fixed by the position
+    reason = (f"{rule}. PC1 over all {man.n_points:,} (episode, position) points {pct(man.pc1)}; within position "
+              f"(each point minus its position's mean: the spread among episodes at one position) "
+              f"{pct(man.pc1_within_position)}"
+              + (f", |r| with the entropy's deviation from its position mean {num(man.within_position_r)}"
+                 if has_r else "")
+              + f". Context only, never a verdict: PC1 of the {n_pos} per-position means {pct(man.pc1_position_means)} "
+              f"(|r| with the entropy {num(man.position_means_r)}); the means follow the position itself"
+              + ("" if has_r else ", and on this tunnel the Bayes entropy is fixed by the position, so they cannot "
+                                  "tell the entropy from the position")
+              + f"; the paper does not say over which points; {which}")
+    return make_row("value-manifold-pc1", paper=f"> {claim:.0%} (Paper III's recap: {lo:.0%}-{hi:.0%})",
+                    ours=(f"{pct(man.pc1)} all points; {pct(man.pc1_within_position)} within position; "
+                          f"{pct(man.pc1_position_means)} per-position means (context)"),
+                    verdict=verdict, reason=reason, paper_value=claim, ours_value=man.pc1,
+                    details={"pc1_all_points": man.pc1, "pc1_within_position": man.pc1_within_position,
+                             "pc1_position_means": man.pc1_position_means,
+                             "within_position_r": man.within_position_r,
+                             "pc1_single_episode": man.pc1_single_episode, "pearson_r": man.pearson_r,
+                             "position_means_r": man.position_means_r, "rule": rule, "episodes": n})
 
 
 def row_belief_probes(ctx: Context) -> Claim:
@@ -209,41 +211,16 @@ def row_belief_probes(ctx: Context) -> Claim:
 
 
 def rows_trajectory(ctx: Context) -> list[Claim]:
-
+    """manifold-unfurling and frame-precision, on the shipped training trajectory."""
     traj = load_trajectory("bijection-d64", check=not ctx.fast)
     t = make_tunnel(**traj.preset.tunnel)
     d = frame_precision(traj, episodes=ctx.budget.trajectory, seed=0, pattern_episodes=ctx.budget.pattern)
     final = d.steps[-1]
 
-    # unfurling: PC1's share of the final representation at every snapshot, over all points (as
-    # frame_precision measures it) and over the per-position means
-    means = []
-    for step in traj.steps:
-        rep = collect_representation(traj.model_at(step), t, episodes=ctx.budget.trajectory, seed=0)
-        P = int(rep.position.max()) + 1
-        counts = torch.bincount(rep.position, minlength=P).clamp_min(1).unsqueeze(1).to(torch.float64)
-        pos_means = torch.zeros(P, rep.x.shape[1], dtype=torch.float64).index_add_(0, rep.position, rep.x) / counts
-        means.append(pca(pos_means, 1).explained[0])
-    series = {"all points": d.pc1, "per-position means": means}
-    ups = {k: v[-1] > v[0] for k, v in series.items()}
-    verdict = count_verdict(list(ups.values()))
-
-    def describe(v: list[float]) -> str:
-        i = max(range(len(v)), key=lambda j: v[j])
-        return f"{pct(v[0])} at init -> peak {pct(v[i])} (step {d.steps[i]:,}) -> {pct(v[-1])} at step {final:,}"
-
-    r_peak = max(range(len(d.steps)), key=lambda j: d.pc1_entropy_r[j])
-    reason = ("; ".join(f"{k}: {describe(v)} ({'up' if ups[k] else 'down'} from init)" for k, v in series.items())
-              + f"; |r(PC1, entropy)| peaks at {num(d.pc1_entropy_r[r_peak])} (step {d.steps[r_peak]:,}) and ends at "
-              f"{num(d.pc1_entropy_r[-1])}: ours first rolls into an entropy staircase, then spreads into many "
-              f"directions (the paper's end state is a dominant, entropy-ordered PC1, so 'unfurls' is read as the "
-              f"PC1 share rising from init)")
-    unfurl = make_row("manifold-unfurling", paper="unfurls (no number)",
-                      ours="; ".join(f"{k} {pct(v[0])} -> {pct(v[-1])}" for k, v in series.items()),
-                      verdict=verdict, reason=reason, ours_value=d.pc1[-1] - d.pc1[0],
-                      details={"steps": d.steps, "pc1_all_points": d.pc1, "pc1_position_means": means,
-                               "pc1_entropy_r": d.pc1_entropy_r, "trajectory": traj.name,
-                               "episodes": ctx.budget.trajectory})
+    # unfurling: PC1's share of the final representation at every snapshot, three ways
+    shares = [pc1_shares(collect_representation(traj.model_at(step), t, episodes=ctx.budget.trajectory, seed=0))
+              for step in traj.steps]
+    unfurl = unfurling_row(d.steps, shares, d.pc1_entropy_r, traj.name, ctx.budget.trajectory)
 
     # frame-precision dissociation: the key frame settles, then the error keeps falling
     settled = d.settled_step(SETTLED, "key_frame")
@@ -284,49 +261,96 @@ def rows_trajectory(ctx: Context) -> list[Claim]:
     return [unfurl, frame]
 
 
-def rows_simplex(ctx: Context) -> list[Claim]:
+def unfurling_row(steps: list[int], shares: list[PC1Shares], pc1_entropy_r: list[float], trajectory: str,
+                  episodes: int) -> Claim:
+    """manifold-unfurling from PC1's shares at each snapshot ``steps``: decided over all points and within
+    position (:func:`~bwt_lite.claims.rules.unfurling_verdict`); the per-position means and ``|r|`` of PC1
+    with the entropy (``pc1_entropy_r``) are context only."""
+    series = {"all points": [s.all_points for s in shares], "within position": [s.within_position for s in shares],
+              "per-position means": [s.position_means for s in shares]}
+    verdict, rule = unfurling_verdict(series["all points"], series["within position"])
 
+    def describe(v: list[float]) -> str:
+        i = max(range(len(v)), key=lambda j: v[j])
+        return (f"{pct(v[0])} at init -> peak {pct(v[i])} (step {steps[i]:,}) -> {pct(v[-1])} at step {steps[-1]:,} "
+                f"({'up' if v[-1] > v[0] else 'not up'} from init)")
+
+    r_peak = max(range(len(steps)), key=lambda j: pc1_entropy_r[j])
+    reason = (f"{rule}. All points: {describe(series['all points'])}; within position (each point minus its "
+              f"position's mean): {describe(series['within position'])}. Context only, never a verdict: "
+              f"per-position means {describe(series['per-position means'])}; |r(PC1, entropy)| over all points "
+              f"peaks at {num(pc1_entropy_r[r_peak])} (step {steps[r_peak]:,}) and ends at {num(pc1_entropy_r[-1])} "
+              f"(the paper's end state is a dominant, entropy-ordered PC1, so 'unfurls' is read as PC1's share "
+              f"growing from init to the end of training)")
+    return make_row("manifold-unfurling", paper="unfurls (no number)",
+                    ours="; ".join(f"{k}{' (context)' if k == 'per-position means' else ''} {pct(v[0])} -> {pct(v[-1])}"
+                                   for k, v in series.items()),
+                    verdict=verdict, reason=reason, ours_value=series["all points"][-1] - series["all points"][0],
+                    details={"steps": steps, "pc1_all_points": series["all points"],
+                             "pc1_within_position": series["within position"],
+                             "pc1_position_means": series["per-position means"], "pc1_entropy_r": pc1_entropy_r,
+                             "rule": rule, "trajectory": trajectory, "episodes": episodes})
+
+
+def uniform_belief_mae(res: EvalResult, n_classes: int) -> float:
+    """Entropy MAE (bits) of the uniform belief on the episodes of ``res``: ``log2 C`` minus the mean Bayes
+    entropy (which never exceeds ``log2 C``); the plateau of a model that learned nothing."""
+    h = res.per_position["h_bayes"]  # per position, each over the same episodes
+    return math.log2(n_classes) - sum(h) / len(h)
+
+
+def simplex_evidence(ctx: Context, tunnel: str) -> dict[str, Any]:
+    """What mamba-simplex reads on one HMM: the held-out entropy R^2 of each model's final representation,
+    the same read-out from the exact belief of the last 1 and 2 symbols (same episodes and split), whether
+    the LSTM learned (entropy MAE at most :data:`~bwt_lite.claims.rules.LEARNED` x the uniform belief's),
+    and the verdict of :func:`~bwt_lite.claims.rules.simplex_verdict` there."""
     n = ctx.budget.simplex
-
-    def r2_of(tunnel: str) -> dict[str, float]:
-        return {arch: belief_simplex(ctx.model(tunnel, arch), ctx.tunnel(tunnel), episodes=n, seed=0).entropy_r2
-                for arch in ("mamba", "lstm", "transformer")}
-
-    def filters(tunnel: str) -> str:
-        ours = metrics_of(ctx.evaluate(tunnel, "mamba"))
-        done = realises(tunnel, ours, ctx.baselines(tunnel))
-        return (f"the Mamba {'realises' if done else 'does not realise'} transport there (entropy MAE "
-                f"{num(ours['entropy_mae_bits'])} bits)")
-
-    r2 = r2_of("hmm")
-    pm, pl = paper_figure("mamba_simplex_entropy_r2"), paper_figure("lstm_simplex_entropy_r2")
-    # the baselines a Mamba must beat for its entropy R^2 to say more than a short read of the symbols
-    windows = probe_window_beliefs(ctx.tunnel("hmm"), (1, 2), episodes=n, seed=0, target="entropy")
+    r2 = {arch: belief_simplex(ctx.model(tunnel, arch), ctx.tunnel(tunnel), episodes=n, seed=0).entropy_r2
+          for arch in ("mamba", "lstm", "transformer")}
+    windows = probe_window_beliefs(ctx.tunnel(tunnel), (1, 2), episodes=n, seed=0, target="entropy")
     best = max(windows, key=windows.get)
-    lstm_stuck = ctx.evaluate("hmm", "lstm").entropy_mae_bits > 0.9 * ctx.baselines("hmm")["window-0"]["entropy_mae_bits"]
-    direction = r2["mamba"] > max(r2["lstm"], 0.0) + SIMPLEX_GAP  # carries some entropy, and more than the LSTM
-    specific = r2["mamba"] > windows[best] and not lstm_stuck
-    verdict = size_verdict(direction, within_factor(r2["mamba"], pm.value))
-    if verdict == REPRODUCED and not specific:
-        verdict = PARTLY
-    reason = (f"held-out entropy R^2 from the final representation: Mamba {num(r2['mamba'])}, LSTM {num(r2['lstm'])} "
-              f"(needs Mamba > max(LSTM, 0) + {SIMPLEX_GAP:g}); {filters('hmm')}; the lite transformer reaches "
-              f"{num(r2['transformer'])}; the same probe on the exact belief of the last symbols alone: "
-              + ", ".join(f"{w} {num(v)}" for w, v in windows.items())
-              + f" (the Mamba {'beats' if r2['mamba'] > windows[best] else 'does not beat'} {best}'s); the LSTM it is "
-              f"compared with {'never left the uniform belief, so beating it shows little' if lstm_stuck else 'learned'}; "
-              f"the paper's {pm.value:g}: {pm.note}")
-    details: dict[str, Any] = {"entropy_r2": r2, "mamba_entropy_mae": ctx.evaluate("hmm", "mamba").entropy_mae_bits,
-                               "episodes": n, "window_entropy_r2": windows, "lstm_stuck": lstm_stuck,
-                               "paper_defect": pm.note}
+    lstm = ctx.evaluate(tunnel, "lstm")
+    lstm_mae, uniform = lstm.entropy_mae_bits, uniform_belief_mae(lstm, ctx.tunnel(tunnel).n_classes)
+    learned = lstm_mae <= LEARNED * uniform
+    verdict, rule = simplex_verdict(r2["mamba"], windows[best], r2["lstm"], learned)
+    mamba = metrics_of(ctx.evaluate(tunnel, "mamba"))
+    return {"entropy_r2": r2, "window_entropy_r2": windows, "best_window": best, "lstm_entropy_mae": lstm_mae,
+            "uniform_entropy_mae": uniform, "lstm_learned": learned, "verdict": verdict, "rule": rule,
+            "mamba_entropy_mae": mamba["entropy_mae_bits"],
+            "mamba_realises": realises(tunnel, mamba, ctx.baselines(tunnel))}
+
+
+def _simplex_text(e: dict[str, Any]) -> str:
+    r2 = e["entropy_r2"]
+    return (f"held-out entropy R^2 from the final representation: Mamba {num(r2['mamba'])}, LSTM {num(r2['lstm'])}, "
+            f"the lite transformer {num(r2['transformer'])}; the same read-out from the exact belief of the last "
+            "symbols alone: " + ", ".join(f"{w} {num(v)}" for w, v in e["window_entropy_r2"].items())
+            + f"; the LSTM {'learned' if e['lstm_learned'] else 'never learned'} (entropy MAE "
+            f"{num(e['lstm_entropy_mae'])} bits, the uniform belief's {num(e['uniform_entropy_mae'])}; learned means "
+            f"at most {LEARNED:g}x that); the Mamba {'realises' if e['mamba_realises'] else 'does not realise'} "
+            f"transport (entropy MAE {num(e['mamba_entropy_mae'])} bits)")
+
+
+def rows_simplex(ctx: Context) -> list[Claim]:
+    """mamba-simplex: decided on the paper's HMM by :func:`~bwt_lite.claims.rules.simplex_verdict`; a slow-mixing
+    HMM (no published number) can lift "not reproduced" to "partly" by the same rule, never further."""
+    main = simplex_evidence(ctx, "hmm")
+    verdict, decided = main["verdict"], main["rule"]
+    pm, pl = paper_figure("mamba_simplex_entropy_r2"), paper_figure("lstm_simplex_entropy_r2")
+    reason = (f"On the paper's HMM, {_simplex_text(main)}. The authors' {pm.value:g} (Mamba) vs {pl.value:g} (LSTM) "
+              "is no yardstick: their Mamba analysis script takes the representation at the wrong token positions, "
+              "and their LSTM sat at the uniform plateau")
+    details: dict[str, Any] = {k: v for k, v in main.items() if k not in ("verdict", "rule")} | {
+        "episodes": ctx.budget.simplex, "paper_defect": pm.note}
     if all(find_checkpoint(ctx.preset("hmm-slow", a)) is not None for a in ("mamba", "lstm", "transformer")):
-        slow = r2_of("hmm-slow")
-        slow_direction = slow["mamba"] > max(slow["lstm"], 0.0) + SIMPLEX_GAP
-        reason += (f"; slow-mixing HMM (3 states, no published number): Mamba {num(slow['mamba'])}, LSTM "
-                   f"{num(slow['lstm'])}, transformer {num(slow['transformer'])}; {filters('hmm-slow')}")
-        if slow_direction and not direction:
-            verdict = PARTLY
-        details["slow_hmm_entropy_r2"] = slow
+        slow = simplex_evidence(ctx, "hmm-slow")
+        reason += f"; slow-mixing HMM (3 states, no published number): {slow['rule']}; {_simplex_text(slow)}"
+        if verdict == NOT_REPRODUCED and slow["verdict"] != NOT_REPRODUCED:
+            verdict, decided = PARTLY, f"{PARTLY}: on the paper's HMM {decided}; on the slow-mixing HMM {slow['rule']}"
+        details["slow_hmm"] = slow
+    details["rule"] = decided
     return [make_row("mamba-simplex", paper=f"entropy R^2 {pm.value:g} (Mamba) vs {pl.value:g} (LSTM); {pm.note}",
-                     ours=f"{num(r2['mamba'])} (Mamba) vs {num(r2['lstm'])} (LSTM)", verdict=verdict, reason=reason,
-                     paper_value=pm.value, ours_value=r2["mamba"], details=details)]
+                     ours=f"{num(main['entropy_r2']['mamba'])} (Mamba) vs {num(main['entropy_r2']['lstm'])} (LSTM); "
+                          f"{num(main['window_entropy_r2'][main['best_window']])} ({main['best_window']} belief)",
+                     verdict=verdict, reason=f"{decided}. {reason}", paper_value=pm.value,
+                     ours_value=main["entropy_r2"]["mamba"], details=details)]

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from ..paper import paper_figure
 from ..paths import data_file
 from ..recipes import Preset
 from ..store.checkpoint import load_checkpoint
@@ -25,7 +26,7 @@ from ..verdicts import MAX_WINDOW, PRIMITIVES, compare_with_baselines, equivalen
 from .catalogue import FULL, Budget, Claim
 from .cells import headline_row, hmm_transformer_row, recall_transformer_row, rows_length
 from .context import Context
-from .rules import PARTLY, REPRODUCED, cell_verdict
+from .rules import PARTLY, REPRODUCED, cell_verdict, manifold_verdict, pct
 from .geometry import row_belief_probes, row_layer_ablation, row_qk_sharpening, row_value_manifold, rows_frame
 
 PAPER_SCALE_FILE = data_file("paper_scale.json")
@@ -156,6 +157,34 @@ def _rejudged_probes(row: dict[str, Any]) -> dict[str, Any]:
             "details": {**d, "window_probes": windows, "beats_window_probes": False, "rejudged": True}}
 
 
+def within_position_bound(all_points: float, position_means: float) -> float:
+    """The most PC1's share within position can be, given its shares over all points and over the per-position
+    means of the same representation (every episode at every position). The covariance over all points is the
+    within-position covariance plus that of the position means, so with ``w`` the within-position fraction of
+    the variance, ``all >= within * w`` and ``all >= means * (1 - w)``: ``within <= all / (1 - all / means)``
+    (1 when that says nothing)."""
+    if not 0 < all_points < position_means:
+        return 1.0
+    return min(1.0, all_points / (1 - all_points / position_means))
+
+
+def _rejudged_manifold(row: dict[str, Any]) -> dict[str, Any]:
+    """A value-manifold-pc1 row recorded before the rule was decided over all points and within position (when
+    the per-position means could earn a verdict): within position was not recorded, so it counts as not shown,
+    with the bound the recorded shares put on it (:func:`within_position_bound`)."""
+    d = row["details"]
+    all_points, means = d["pc1_all_points"], d["pc1_position_means"]
+    verdict, rule = manifold_verdict(all_points, float("nan"), paper_figure("value_manifold_pc1").value)
+    if verdict == row["verdict"]:
+        return row
+    bound = within_position_bound(all_points, means)
+    return {**row, "verdict": verdict,
+            "reason": (f"judged again by the rule as it is now: {rule}. PC1 over all points {pct(all_points)}; within "
+                       f"position not recorded, at most {pct(bound)} given the recorded shares; the per-position "
+                       f"means' {pct(means)} is context only (first recorded: {row['reason']})"),
+            "details": {**d, "pc1_within_position_max": bound, "rule": rule, "rejudged": True}}
+
+
 @functools.lru_cache(maxsize=4)
 def _ladder(tunnel: str, episodes: int) -> tuple[tuple[str, tuple[float, float, float]], ...]:
     from ..baselines import evaluate_baselines
@@ -206,10 +235,13 @@ def load_paper_scale(path: Path | str = PAPER_SCALE_FILE) -> dict[str, Any] | No
 def rejudged(row: dict[str, Any]) -> dict[str, Any]:
     """An architecture-cell row (it stores ``ours``, the exact ``baselines`` and what the paper claims) judged
     again by :func:`bwt_lite.verdicts.realises` as it is now, so that a stricter rule never leaves a stale
-    verdict in the record; other rows, and rows the rule still judges the same, are returned unchanged."""
+    verdict in the record (so are belief-probes and value-manifold-pc1 rows recorded under an older rule);
+    other rows, and rows the rule still judges the same, are returned unchanged."""
     d = row.get("details") or {}
     if row["id"] == "belief-probes" and "window_probes" not in d and "hmm" in d:
         return _rejudged_probes(row)
+    if row["id"] == "value-manifold-pc1" and "pc1_within_position" not in d and "pc1_all_points" in d:
+        return _rejudged_manifold(row)
     tunnels = sorted(tunnels_of([row["id"]]))
     if not {"ours", "baselines", "paper_succeeds", "ours_realises"} <= set(d) or len(tunnels) != 1:
         return row

@@ -19,7 +19,8 @@ HEAD_RAISE = 1.1  # removing a head "raises the error" when the MAE grows by mor
 PROBE_EMBEDDING_MAX = 0.1  # a belief probe reads ~nothing at the embedding: held-out R^2 below this
 PROBE_FINAL_MIN = 0.8  # ... and most of the posterior after the last block: R^2 at least this
 RISE_TOLERANCE = 0.02  # a per-layer series "rises" when no layer falls below the previous by more than this
-SIMPLEX_GAP = 0.05  # Mamba's entropy R^2 must exceed the LSTM's (and 0) by this to count as "higher"
+SIMPLEX_GAP = 0.05  # an entropy R^2 must exceed another (and 0) by this to count as "higher"
+LEARNED = 0.5  # a comparison model "learned" when its entropy MAE is at most this fraction of the uniform belief's
 SETTLED = 0.9  # the key frame has "formed" once its similarity to the final frame stays >= this
 EARLY = 0.5  # ... within this fraction of training
 KEEPS_FALLING = 3.0  # and the error "keeps falling" when it drops at least this factor afterwards
@@ -83,6 +84,56 @@ def trend(values: Sequence[float], tolerance: float = 0.0) -> str:
     if all(s <= tolerance for s in steps) and v[-1] < v[0]:
         return "down"
     return "flat" if all(abs(s) <= tolerance for s in steps) else "mixed"
+
+
+def _parts_rule(verdict: str, holds: dict[str, bool], what: str) -> str:
+    """``"<verdict>: <what> <the parts that hold>, not <the others>"``: the rule that decided a count verdict."""
+    yes, no = [k for k, v in holds.items() if v], [k for k, v in holds.items() if not v]
+    if not no:
+        return f"{verdict}: {what} {' and '.join(yes)}"
+    if not yes:
+        return f"{verdict}: {what} neither {' nor '.join(no)}"
+    return f"{verdict}: {what} {' and '.join(yes)}, not {' nor '.join(no)}"
+
+
+def manifold_verdict(all_points: float, within_position: float, criterion: float) -> tuple[str, str]:
+    """value-manifold-pc1: the paper's criterion, PC1's share of the variance > ``criterion``, over all
+    (episode, position) points and within position (each point minus its position's mean). Both ->
+    reproduced; one -> partly; neither (or nan) -> not reproduced. PC1 of the per-position means is
+    no argument: it never earns a verdict. Returns (verdict, the rule that decided it)."""
+    holds = {"over all points": all_points > criterion, "within position": within_position > criterion}
+    verdict = count_verdict(list(holds.values()))
+    return verdict, _parts_rule(verdict, holds, f"PC1 > {criterion:.0%} holds")
+
+
+def unfurling_verdict(all_points: Sequence[float], within_position: Sequence[float]) -> tuple[str, str]:
+    """manifold-unfurling: PC1's share at each training snapshot, first to last, over all points and
+    within position. It grows (last > first) both ways -> reproduced; one way -> partly; neither ->
+    not reproduced. Returns (verdict, the rule that decided it)."""
+    holds = {"over all points": all_points[-1] > all_points[0],
+             "within position": within_position[-1] > within_position[0]}
+    verdict = count_verdict(list(holds.values()))
+    return verdict, _parts_rule(verdict, holds, "PC1's share grows from the first snapshot to the last")
+
+
+def simplex_verdict(mamba: float, window: float, lstm: float, lstm_learned: bool,
+                    gap: float = SIMPLEX_GAP) -> tuple[str, str]:
+    """mamba-simplex, on the held-out entropy R^2 read from the final representation. ``window``: the
+    same read-out from the best short window's exact belief; Mamba must exceed it (and 0) by ``gap``,
+    else not reproduced: a representation that carries no more than a short window's belief does not
+    earn the claim. Then reproduced against an LSTM that learned (``lstm_learned``) and stays ``gap``
+    below Mamba; partly when the LSTM carries as much, or never learned (beating a model that learned
+    nothing is no evidence). Returns (verdict, the rule that decided it)."""
+    if not mamba > max(window, 0.0) + gap:
+        return NOT_REPRODUCED, (f"{NOT_REPRODUCED}: Mamba's R^2 does not exceed the best window read-out's by "
+                                f"{gap:g}")
+    if not lstm_learned:
+        return PARTLY, (f"{PARTLY}: Mamba's R^2 exceeds the window read-outs', but the LSTM never learned, so the "
+                        "gap to it is no evidence")
+    if mamba > max(lstm, 0.0) + gap:
+        return REPRODUCED, (f"{REPRODUCED}: Mamba's R^2 exceeds the window read-outs' and the trained LSTM's by "
+                            f"{gap:g}")
+    return PARTLY, f"{PARTLY}: Mamba's R^2 exceeds the window read-outs', not the trained LSTM's by {gap:g}"
 
 
 def speedup_verdict(mean: float, low: float, high: float, paper: float) -> str:

@@ -22,13 +22,14 @@ from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
+from ..paths import PACKAGE_DIR
 from ..store.cache import cache_dir
 from ..store.files import atomic_write
 from .catalogue import CLAIM_IDS, CLAIMS, Claim, group_ids
 from .reasons import plain_reason
 from .scoring import GROUPS, VERDICT_COLOURS, scorecard
 
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = PACKAGE_DIR
 SUFFIXES = (".py", ".json", ".safetensors")  # what a row can depend on (code, records, shipped weights)
 FORMAT = 1  # bumped when the saved file's layout changes
 

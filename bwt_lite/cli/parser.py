@@ -105,7 +105,8 @@ def add_eval(sub: argparse._SubParsersAction) -> None:
 
 
 def add_episode_and_info(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser("episode", help="one sampled episode with its exact posterior")
+    sp = sub.add_parser("episode", help="one sampled episode with its exact posterior (the tunnel the recipes "
+                                        "train on: a variant's own sizes, e.g. the slow HMM's 3 states over 30 steps)")
     sp.add_argument("tunnel", choices=sorted(TUNNELS))
     sp.add_argument("--seed", type=seed_int, default=0, help="0 to 2**63 - 1")
     sp.add_argument("--variant", default=None, help=f"tunnel variant ({VARIANTS_HELP})")

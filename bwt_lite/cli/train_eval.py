@@ -13,7 +13,7 @@ from ..evaluate import evaluate
 from ..metrics import entropy_bits, gaussian_entropy_bits
 from ..models import build_model
 from ..paper import paper_value
-from ..recipes import Preset
+from ..recipes import Preset, resolve_tunnel_args
 from ..store.cache import checkpoint_dir
 from ..store.checkpoint import find_checkpoint
 from ..tunnels import TUNNELS, make_tunnel
@@ -132,8 +132,7 @@ def episode_json(tunnel, seed: int) -> dict[str, Any]:
 
 def cmd_episode(args: argparse.Namespace) -> int:
     check_variant(args)
-    kwargs = {} if args.variant is None else {"variant": args.variant}
-    tunnel = make_tunnel(args.tunnel, **kwargs)
+    tunnel = make_tunnel(**resolve_tunnel_args(args.tunnel, args.variant))  # as the recipes train on it
     out = episode_json(tunnel, args.seed)
     if args.json:
         print(json.dumps(out))

@@ -10,17 +10,26 @@ the last block's attention output instead), and reports
   arbitrary: PC1 is oriented so that its Pearson r is >= 0);
 - held-out linear R^2 of the entropy from the whole representation and from PC1 alone (ridge fit
   on the first half of the episodes, scored on the second);
+- PC1's share **within position** (``pc1_within_position``, :func:`pc1_shares`): the PCA of
+  ``x_i - m_{p(i)}``, each point minus the mean ``m_p`` of the points at its position over all
+  episodes, i.e. of the spread among episodes at the same position, pooled over the positions (its
+  covariance is the pooled within-position covariance). The total covariance is this plus the
+  between-position covariance of the means, so PC1 over all points can be high only if one direction
+  dominates both; ``within_position_r`` is ``|r|`` of this PC1 with the entropy minus its position's
+  mean (nan where the entropy is a function of the position, as on the bijection);
 - PC1's share for two ways of taking the PCA that discard the episode-specific content: over the
   P per-position **mean** representations (``pc1_position_means``, with ``|r|`` of its PC1 with the mean
-  entropy per position), and within **one episode** at a time (``pc1_single_episode``, averaged over
-  episodes; a PCA of many copies of one sequence, as in one of the authors' scripts, measures this);
+  entropy per position; the means are confounded with the position itself, so this share says nothing
+  on its own about how the episodes spread), and within **one episode** at a time (``pc1_single_episode``,
+  averaged over episodes; a PCA of many copies of one sequence, as in one of the authors' scripts,
+  measures this);
 - a **position baseline**: the held-out R^2 of predicting the entropy by its mean at each position.
   On the bijection the Bayes entropy log2(V - t) is a function of the position alone (baseline 1),
   so a representation that tracks the position also "tracks the entropy"; the HMM's entropy varies
   within a position, and ``r2_within_position`` (the held-out R^2 of the entropy's deviation from its
   position mean) says how much of that the representation carries.
 
-Helpers: :func:`pca` (float64 SVD), :func:`pearson`, :func:`spearman` (average ranks for ties).
+Helpers: :func:`pca` (float64 SVD), :func:`position_means`, :func:`pearson`, :func:`spearman` (average ranks for ties).
 """
 from __future__ import annotations
 
@@ -195,6 +204,34 @@ def _position_means(y: Tensor, pos: Tensor, n_pos: int) -> Tensor:
     return sums / torch.bincount(pos, minlength=n_pos).clamp_min(1)
 
 
+def position_means(x: Tensor, position: Tensor) -> Tensor:
+    """(P, d) float64: the mean of the rows of ``x`` (N, d) at each position 0..P-1 of ``position`` (N,)
+    (zero for a position with no row)."""
+    x = torch.as_tensor(x).to(torch.float64)
+    n_pos = int(position.max()) + 1
+    counts = torch.bincount(position, minlength=n_pos).clamp_min(1).unsqueeze(1).to(torch.float64)
+    return torch.zeros(n_pos, x.shape[1], dtype=torch.float64).index_add_(0, position, x) / counts
+
+
+@dataclass(frozen=True)
+class PC1Shares:
+    """PC1's share of the variance of one representation, three ways (:func:`pc1_shares`)."""
+
+    all_points: float  # over every (episode, position) point
+    within_position: float  # over each point minus its position's mean: the spread among episodes at a position
+    position_means: float  # over the P per-position means (nan with a single position)
+
+
+def pc1_shares(rep: Representation) -> PC1Shares:
+    """PC1's variance fraction of ``rep.x`` over all points, within position (PCA of ``x_i - m_{p(i)}``,
+    ``m_p`` the mean of the points at position ``p``; see the module docstring) and over the per-position
+    means ``m_p``."""
+    means = position_means(rep.x, rep.position)
+    return PC1Shares(all_points=pca(rep.x, 1).explained[0],
+                     within_position=pca(rep.x - means[rep.position], 1).explained[0],
+                     position_means=pca(means, 1).explained[0] if means.shape[0] >= 2 else float("nan"))
+
+
 def manifold_of(rep: Representation, ridge: float = 1e-6, k: int = 5) -> ManifoldResult:
     """The value-manifold numbers of a collected :class:`Representation` (see :func:`value_manifold`)."""
     n_ep = int(rep.episode.max()) + 1
@@ -218,17 +255,17 @@ def manifold_of(rep: Representation, ridge: float = 1e-6, k: int = 5) -> Manifol
     else:
         within = r2_score(dev_test, ridge_fit(rep.x[fit], dev_fit, ridge).predict(rep.x[test]))
     # PCA of the per-position means (the episode-specific content averaged away) and within single episodes
-    n_pts = torch.bincount(rep.position, minlength=n_pos).clamp_min(1).unsqueeze(1).to(torch.float64)
-    pos_means = torch.zeros(n_pos, rep.x.shape[1], dtype=torch.float64).index_add_(0, rep.position, rep.x) / n_pts
+    pos_means = position_means(rep.x, rep.position)
     pm = pca(pos_means, 1) if n_pos >= 2 else None
     single = [pca(rep.x[rep.episode == e], 1).explained[0] for e in range(min(n_ep, 64))] if n_pos >= 2 else []
     scores = p.scores[:, :2].clone()
     scores[:, 0] *= sign
-    centred = rep.x - pos_means[rep.position]
+    # within position: each point minus its position's mean (what varies among episodes at one position)
+    pw = pca(rep.x - pos_means[rep.position], 1)
     h_dev = h - _position_means(h, rep.position, n_pos)[rep.position]
-    pw = pca(centred, 1)
     within_r = abs(pearson(pw.scores[:, 0], h_dev)) if h_dev.abs().max().item() > 1e-12 else float("nan")
-    return ManifoldResult(pc1_within_position=pw.explained[0], within_position_r=within_r,explained=p.explained, pearson_r=sign * pearson(pc1, h), spearman_r=sign * spearman(pc1, h),
+    return ManifoldResult(pc1_within_position=pw.explained[0], within_position_r=within_r, explained=p.explained,
+                          pearson_r=sign * pearson(pc1, h), spearman_r=sign * spearman(pc1, h),
                           r2=r2, r2_pc1=r2_pc1, position_r2=position_r2, r2_within_position=within,
                           pc1_position_means=pm.explained[0] if pm else float("nan"),
                           position_means_r=abs(pearson(pm.scores[:, 0], _position_means(h, rep.position, n_pos)))
@@ -246,5 +283,6 @@ def value_manifold(model: torch.nn.Module, tunnel: Tunnel, episodes: int = 1024,
     return manifold_of(collect_representation(model, tunnel, episodes, seed, hook), ridge)
 
 
-__all__ = ["HOOK_ALIASES", "ManifoldResult", "PCA", "Representation", "collect_representation", "collect_representations", "manifold_of", "pca",
-           "pearson", "rankdata", "resolve_hook", "spearman", "value_manifold"]
+__all__ = ["HOOK_ALIASES", "ManifoldResult", "PC1Shares", "PCA", "Representation", "collect_representation",
+           "collect_representations", "manifold_of", "pc1_shares", "pca", "pearson", "position_means", "rankdata",
+           "resolve_hook", "spearman", "value_manifold"]

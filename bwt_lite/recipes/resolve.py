@@ -1,9 +1,10 @@
 """:func:`get_preset`: a named recipe resolved from the tables, the most specific row of each winning.
 
-Tunnel: :data:`TUNNEL_ARGS`, then the variant's :data:`VARIANT_ARGS`. Model: :data:`ARCH_SIZES`, then
-:data:`TUNNEL_ARCH_SIZES`, the options of :data:`TUNNEL_MODEL` and :data:`VARIANT_MODEL` (or
-:data:`PAPER_DEPTH_SIZES` at the paper's depth). Training: :data:`TRAIN`, then :data:`TUNNEL_TRAIN`,
-:data:`VARIANT_TRAIN` and :data:`PAPER_DEPTH_TRAIN`, then the caller's overrides.
+Tunnel (:func:`resolve_tunnel_args`, which ``bwt episode`` reads too): :data:`TUNNEL_ARGS`, then the
+variant's :data:`VARIANT_ARGS`. Model: :data:`ARCH_SIZES`, then :data:`TUNNEL_ARCH_SIZES`, the options of
+:data:`TUNNEL_MODEL` and :data:`VARIANT_MODEL` (or :data:`PAPER_DEPTH_SIZES` at the paper's depth).
+Training: :data:`TRAIN`, then :data:`TUNNEL_TRAIN`, :data:`VARIANT_TRAIN` and :data:`PAPER_DEPTH_TRAIN`,
+then the caller's overrides.
 """
 from __future__ import annotations
 
@@ -19,6 +20,27 @@ from .preset import SCALES, Preset
 from .architectures import ARCH_SIZES, PAPER_DEPTH_TRAIN, TRAIN
 from .tunnel_args import EVAL_LENGTH, TUNNEL_ARGS, VARIANT_ARGS
 from .tunnel_train import TUNNEL_TRAIN, VARIANT_TRAIN
+
+
+def resolve_tunnel_args(tunnel: str, variant: str | None = None, *, horizon: int | None = None,
+                        length: int | None = None) -> dict[str, Any]:
+    """``make_tunnel``'s arguments for a tunnel as every recipe resolves them, the tunnel's name included.
+
+    :data:`TUNNEL_ARGS`, then the variant's own :data:`VARIANT_ARGS` (``variant=None``: the recipe's default
+    variant), then what the caller asks for: a loss horizon (the recurrence) and an episode length (the
+    tunnel's length argument: ``L``, ``K``, ``N`` or ``length``). ``get_preset`` and ``bwt episode`` both
+    read it, so ``make_tunnel(**resolve_tunnel_args("hmm", "slow"))`` is the slow HMM the models train on
+    (3 states over 30 steps).
+    """
+    check_choice("tunnel", tunnel, sorted(TUNNELS))
+    targs = {"tunnel": tunnel, **TUNNEL_ARGS[tunnel]}
+    if variant is not None:
+        targs.update(variant=variant, **VARIANT_ARGS.get((tunnel, variant), {}))
+    if horizon is not None:  # a loss horizon (the recurrence): the tunnel's training positions end there
+        targs["horizon"] = horizon
+    if length is not None:
+        targs[TUNNELS[tunnel].length_arg] = length
+    return targs
 
 
 def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | None = None,
@@ -42,13 +64,7 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     if depth == "paper" and (scale != "lite" or (tunnel, arch) not in PAPER_DEPTH_SIZES):
         have = ", ".join(f"{t} {a}" for t, a in PAPER_DEPTH_SIZES)
         raise ValueError(f"depth='paper' exists for the lite {have}, not for {tunnel} {arch} at scale {scale!r}")
-    targs = {"tunnel": tunnel, **TUNNEL_ARGS[tunnel]}
-    if variant is not None:
-        targs.update(variant=variant, **VARIANT_ARGS.get((tunnel, variant), {}))
-    if horizon is not None:  # a loss horizon (the recurrence): the tunnel's training positions end there
-        targs["horizon"] = horizon
-    if length is not None:
-        targs[TUNNELS[tunnel].length_arg] = length
+    targs = resolve_tunnel_args(tunnel, variant, horizon=horizon, length=length)
     t = make_tunnel(**targs)
     n_positions = t.seq_len + 1
     if tunnel in EVAL_LENGTH:  # learned rows past the training length stay untrained, as in the paper
@@ -78,4 +94,4 @@ def get_preset(tunnel: str, arch: str, scale: str = "lite", *, variant: str | No
     return Preset(scale=scale, tunnel=t.config(), model=model, train=train)
 
 
-__all__ = ["get_preset"]
+__all__ = ["get_preset", "resolve_tunnel_args"]
