@@ -142,4 +142,4 @@ def test_start_page_names_the_repository_and_links_no_maintainer_notes():
         assert "{ref}`lab-" not in text and not re.search(r"\{doc\}`[^`]*lab_notes", text), page
     scorecard = (ROOT / "book" / "scorecard.md").read_text()
     assert "```{note}" in scorecard and "reader_table_html(saved_scorecard())" in scorecard
-    assert "summary_html(scorecard())" in intro
+    assert "summary_html(saved_scorecard())" in intro

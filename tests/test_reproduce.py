@@ -86,8 +86,8 @@ def test_reproduce_rows_train_missing_then_load(tiny):
     for t in reproduce.PRIMITIVE_TUNNELS:  # each tunnel's models, then its baselines
         names = baseline_names(make_tunnel(**reproduce.cell_preset(t, "mlp").tunnel), reproduce.MAX_WINDOW.get(t, 4))
         assert [r["arch"] for r in everything if r["tunnel"] == t] == list(ARCHS) + names
-    assert list(bases["hmm"]) == [f"window-{w}" for w in range(5)]
-    assert list(bases["hmm-slow"]) == [f"window-{w}" for w in range(13)]
+    assert list(bases["hmm"]) == [f"window-{w}" for w in range(reproduce.MAX_WINDOW["hmm"] + 1)]
+    assert list(bases["hmm-slow"]) == [f"window-{w}" for w in range(reproduce.MAX_WINDOW["hmm-slow"] + 1)]
     assert reproduce.cell_preset("hmm-slow", "mlp").tunnel["variant"] == "slow"
     assert make_tunnel(**reproduce.cell_preset("hmm-slow", "mlp").tunnel).K == 30
     for r in rows:
@@ -115,7 +115,8 @@ def test_reproduce_rows_train_missing_then_load(tiny):
     table = reproduce.format_primitives_table(everything)
     assert "realised when: bijection entropy MAE <= 0.1 bits" in table and "recall accuracy >= 90%" in table
     assert "each <= the cell's margin x the strongest exact baseline" in table and "bijection: 0.5 x " in table
-    assert "hmm: 1 x best of window-0, window-1, window-2, window-3, window-4" in table and "equivalent window" in table
+    ladder = ", ".join(f"window-{w}" for w in range(reproduce.MAX_WINDOW["hmm"] + 1))
+    assert f"hmm: 1 x best of {ladder}" in table and "equivalent window" in table
     hmm_rows = [r for r in everything if r["tunnel"].startswith("hmm")]
     assert all("equivalent_window" in r for r in hmm_rows)  # models and windows alike
     assert all(r["equivalent_window"] == float(r["arch"].removeprefix("window-")) for r in hmm_rows
@@ -138,9 +139,9 @@ def test_cli_reproduce_json_and_table(tiny, capsys):
     base = {(r["tunnel"], r["arch"]): r for r in rows if r["kind"] == "baseline"}
     assert len(models) == len(ARCHS) * len(reproduce.PRIMITIVE_TUNNELS)
     assert {a for _, a in base} == {"reader-no-binding", "prior", "one-pair", "right-entropy"} | {
-        f"window-{w}" for w in range(13)}
-    # bijection, hmm (windows 0-4), hmm-slow (0-12), recall, regression, recurrence (prior, windows 1-4)
-    assert len(base) == 2 + 5 + 13 + 2 + 2 + 5
+        f"window-{w}" for w in range(reproduce.MAX_WINDOW["hmm-slow"] + 1)}
+    # bijection, hmm (windows 0-8), hmm-slow (0-18), recall, regression, recurrence (prior, windows 1-4)
+    assert len(base) == 2 + (reproduce.MAX_WINDOW["hmm"] + 1) + (reproduce.MAX_WINDOW["hmm-slow"] + 1) + 2 + 2 + 5
     for r in base.values():
         assert r["params"] == 0 and r["episodes"] == 0 and r["realises"] is None and r["paper_value"] is None
         assert len(r["per_position"]["entropy_mae"]) == len(next(
