@@ -136,7 +136,7 @@ def test_cli_length_beyond_the_position_table_is_a_clear_error(capsys):
     assert e.value.code == 2 and "position table" in capsys.readouterr().err
 
 
-def test_lite_target_status_says_met_or_missed():
+def test_lite_target_status_says_within_or_outside_and_is_no_verdict():
     from bwt_lite.evaluate import EvalResult
     from bwt_lite.recipes import LITE_TARGETS, lite_target_status
 
@@ -144,11 +144,12 @@ def test_lite_target_status_says_met_or_missed():
 
     def result(mae=0.0, acc=None):
         return EvalResult(mae, 0.0, None, acc, 0.0, 1, {})
-    assert "meets" in lite_target_status("hmm", result(0.04))
+    assert "is within the recipe's training target" in lite_target_status("hmm", result(0.04))
     missed = lite_target_status("hmm", result(0.136))
-    assert "misses" in missed and "0.1360" in missed and "paper preset on a GPU" in missed
-    assert "meets" in lite_target_status("recall", result(acc=0.995))
-    assert "misses" in lite_target_status("recall", result(acc=0.5))
+    assert "is outside" in missed and "0.1360" in missed and "paper preset on a GPU" in missed
+    assert "not a verdict" in missed and "meets" not in missed
+    assert "within" in lite_target_status("recall", result(acc=0.995))
+    assert "outside" in lite_target_status("recall", result(acc=0.5))
     with pytest.raises(ValueError, match="unknown tunnel"):
         lite_target_status("nope", result())
 

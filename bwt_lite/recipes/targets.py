@@ -1,5 +1,7 @@
-"""What the lite transformer of each tunnel is meant to reach on held-out episodes (:data:`LITE_TARGETS`);
-chapters print where the shipped checkpoint stands with :func:`lite_target_status`."""
+"""What the lite transformer's recipe on each tunnel aims for on held-out episodes (:data:`LITE_TARGETS`): a
+training target, to tell whether a run went as planned, never a verdict on a claim (the scorecard,
+:mod:`bwt_lite.claims`, judges claims against the exact baselines). :func:`lite_target_status` says where a
+run stands against it."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,11 +28,12 @@ def meets_lite_target(tunnel: str, result: Any) -> bool:
 
 
 def lite_target_status(tunnel: str, result: Any) -> str:
-    """One line: does an evaluation result (an EvalResult) meet the lite transformer's target?"""
+    """One line: is an evaluation result (an EvalResult) within the recipe's training target? (Not a verdict.)"""
     met = meets_lite_target(tunnel, result)
     metric, kind, target = LITE_TARGETS[tunnel]
     value = getattr(result, metric)
-    line = f"{metric} {value:.4f} {'meets' if met else 'misses'} the lite target ({'<=' if kind == 'max' else '>='} {target})"
+    line = (f"{metric} {value:.4f} is {'within' if met else 'outside'} the recipe's training target "
+            f"({'<=' if kind == 'max' else '>='} {target}; a check on the run, not a verdict on a claim)")
     if not met:
         line += "; this is a lite model on a CPU budget: the paper preset on a GPU is the way to go further"
     return line
