@@ -176,7 +176,7 @@ CLAIMS: dict[str, ClaimInfo] = {
         partly="The larger learning rate on the values is faster than plain training, but not every condition "
                "holds (the measurement says which): where the controls are about as fast, the speed-up is not "
                "shown to come from the values; where it is far from the paper's factor, its size does not "
-               "match. Partly.",
+               "match. Either counts as partly.",
         failed="The larger learning rate on the values is not faster than plain training."),
     "llm-keys-orthogonal": ClaimInfo(
         "pretrained LMs have near-orthogonal keys in every layer", _src("llm_key_orthogonality_low"), CH_LLM, "llm",
