@@ -8,6 +8,8 @@ the same to 1e-9 bits, or the record was scored on other episodes and the script
 
     python experiments/extend_ladders.py            # rewrite the shipped records in place
     python experiments/extend_ladders.py --check    # only say which records lack windows (exit 1 if any)
+
+Either way it writes what it found to ``--out`` (default ``results/extend_ladders.json``).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from bwt_lite.reproduce import cell_preset
 from bwt_lite.tunnels import make_tunnel
 from bwt_lite.verdicts import MAX_WINDOW
 
-from _common import write
+from _common import RESULTS, write
 
 METRICS = ("entropy_mae_bits", "kl_bits", "accuracy")
 
@@ -55,7 +57,8 @@ def missing(cell: str, stored: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--check", action="store_true", help="report the records that lack windows; write nothing")
+    p.add_argument("--check", action="store_true", help="report the records that lack windows; change nothing")
+    p.add_argument("--out", type=Path, default=RESULTS / "extend_ladders.json", help="where the report goes")
     args = p.parse_args(argv)
     lacking = []
     seeds_path = data_file("cell_seeds.json")
@@ -79,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     if lacking and not args.check:
         write(seeds_path, seeds)
     print("\n".join(f"{'lacks windows' if args.check else 'extended'}: {w}" for w in lacking) or "every ladder is complete")
+    write(args.out, {"check": args.check, "ladders": {cell: MAX_WINDOW[cell] for cell in MAX_WINDOW},
+                     ("lacking" if args.check else "extended"): lacking})
     return 1 if (args.check and lacking) else 0
 
 

@@ -26,6 +26,7 @@ def experiments(monkeypatch):
 ROOT = ["--root", "{tmp}/checkpoints"]  # the scripts built on _common train into a folder of their own
 SMOKE = {
     "hmm_window_ladder": ["--episodes", "32"],
+    "extend_ladders": ["--check"],  # exits 0 only when every shipped record holds its card's whole ladder
     "hmm_lr_sweep": ["--steps", "2", "--episodes", "16", "--lrs", "2e-3", "--variant", "slow", "--seeds", "0", "1", *ROOT],
     "hmm_positions": ["--steps", "2", "--episodes", "8", *ROOT],
     "seeds_table": ["--steps", "2", "--episodes", "16", "--seeds", "0", "1", "--tunnel", "bijection", "--arch", "mlp",
