@@ -82,7 +82,7 @@ def test_plain_reason_of_cells_that_fail():
     missed = R.plain_reason(_cell("hmm-mamba", C.NOT_REPRODUCED, realises=False, bar="window-2",
                                   slow_hmm={"realises": False}))
     assert missed.startswith("The paper's model tracks the hidden state") and "ours does not" in missed
-    assert "every exact filter that reads only the last few symbols" in missed
+    assert "every exact filter that reads only the last 0 to 8 symbols (the longest is nearly exact)" in missed
     assert "does not track the hidden state either" in missed
     slow = R.plain_reason(_cell("hmm-transformer", C.PARTLY, realises=False, slow_hmm={"realises": True}))
     assert "does track the hidden state" in slow and slow.endswith("counts as partly.")

@@ -94,7 +94,7 @@ def _factor(ours: float, paper: float) -> str:
     return f"{1 / r:.2g}x smaller than the paper's error"
 
 
-def _baseline_words(name: str) -> str:
+def baseline_words(name: str) -> str:
     if name.startswith("window-"):
         w = int(name.removeprefix("window-"))
         if w == 0:
@@ -121,9 +121,10 @@ def _cell_reason(row: Claim) -> str:
                 f"({'within' if d['size_holds'] else 'outside'} the {FACTOR:g}x allowed)")
     bar = d.get("bars", {}).get("entropy_mae_bits", {}).get("baseline")
     if tunnel in CARDS and CARDS[tunnel].max_window is not None:  # judged against every window filter of the ladder
-        shortcut = "every exact filter that reads only the last few symbols"
+        top = CARDS[tunnel].max_window
+        shortcut = f"every exact filter that reads only the last 0 to {top} symbols (the longest is nearly exact)"
     else:
-        shortcut = _baseline_words(bar) if bar else "the shortcuts that lack the mechanism"
+        shortcut = baseline_words(bar) if bar else "the shortcuts that lack the mechanism"
     if d["paper_succeeds"] and d["ours_realises"]:
         s = f"Our model {task}: it clearly beats {shortcut}, and {size}."
     elif d["paper_succeeds"]:
@@ -206,5 +207,5 @@ def paper_scale_reader_html() -> str:
     return f"<ul>{trained}</ul>" + reader_table_html(rows, anchor="paper-scale")
 
 
-__all__ = ["BASELINES", "ENDINGS", "PARTS", "by_part", "chapter_number", "chapters_text",
+__all__ = ["BASELINES", "ENDINGS", "PARTS", "baseline_words", "by_part", "chapter_number", "chapters_text",
            "counts_text", "paper_scale_reader_html", "part_of", "plain_reason", "reader_table_html", "summary_html"]

@@ -26,7 +26,7 @@ from ..paths import PACKAGE_DIR
 from ..store.cache import cache_dir
 from ..store.files import atomic_write
 from .catalogue import CLAIM_IDS, CLAIMS, Claim, group_ids
-from .reasons import plain_reason
+from .reasons import baseline_words, plain_reason
 from .scoring import GROUPS, VERDICT_COLOURS, scorecard
 
 PACKAGE = PACKAGE_DIR
@@ -122,13 +122,12 @@ def claim_row(cid: str, *, root: Path | None = None) -> Claim:
 
 def _bar_text(row: Claim) -> str:
     """The exact baseline an architecture row had to beat, in words ("" for a claim with its own test)."""
-    bars = row.details.get("bars") or {}
-    parts = []
-    for metric, bar in bars.items():
+    by_baseline: dict[str, list[str]] = {}
+    for metric, bar in (row.details.get("bars") or {}).items():
         if isinstance(bar, dict) and bar.get("baseline") is not None and bar.get("value") is not None:
             name = {"entropy_mae_bits": "entropy MAE", "kl_bits": "KL"}.get(metric, metric)
-            parts.append(f"{bar['baseline']} ({name} {bar['value']:.3g})")
-    return "; ".join(parts)
+            by_baseline.setdefault(bar["baseline"], []).append(f"{name} {bar['value']:.3g}")
+    return "; ".join(f"{baseline_words(b)} ({b}: {', '.join(v)})" for b, v in by_baseline.items())
 
 
 def claim_box_html(row: Claim, scorecard_page: str = "../book/scorecard.html") -> str:
