@@ -26,7 +26,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt -e .
 	touch $(STAMP)
 
-# Before the chapters execute, the scorecard is computed once and saved in the cache (bwt_lite.claims.saved):
+# Before the chapters execute, the scorecard is computed once and saved in the cache (python -m bwt_lite.claims, bwt_lite/claims/saved.py):
 # the scorecard page, the start page and every chapter's claim boxes read that one result, and no chapter
 # cell waits on it.
 # The book is executed through Jupyter Book's execution cache (_build/.jupyter_cache): a rebuild of
@@ -45,7 +45,7 @@ book: venv
 	@cmp -s _build/.inputs.new _build/.inputs || { rm -rf _build/.jupyter_cache _build/.doctrees; \
 	    echo "package or config changed: chapters re-execute"; }
 	@mv _build/.inputs.new _build/.inputs
-	$(BIN)/python -m bwt_lite.claims.saved
+	$(BIN)/python -m bwt_lite.claims
 	$(call timed,$(BIN)/python tests/retry_stalls.py book,book)
 
 # Stress check for kernel stalls: execute every chapter N times in a row (fails on the first timeout).
@@ -59,7 +59,7 @@ stress: venv
 # (OMP_NUM_THREADS=1, inherited by the kernels), since two kernels of two threads each on two cores
 # made chapter 6's evaluation of every shipped model run past the cell timeout (300 s against 25 s).
 test: venv
-	$(BIN)/python -m bwt_lite.claims.saved
+	$(BIN)/python -m bwt_lite.claims
 	$(call timed,OMP_NUM_THREADS=1 $(BIN)/python tests/retry_stalls.py test -n 2 --dist loadfile --nbval-lax \
 	    --nbval-current-env --nbval-cell-timeout=$(CELL_TIMEOUT) --durations=10 \
 	    --nbval-sanitize-with=tests/sanitize.cfg,test)
@@ -81,7 +81,7 @@ bench: venv
 # that nbval compares are those of the shipped checkpoints. Uses an empty cache: shipped models only.
 NB ?= chapters/[0-9][0-9]_*.ipynb
 notebooks: venv
-	dir=$$(mktemp -d); BWT_CACHE_DIR=$$dir $(BIN)/python -m bwt_lite.claims.saved && \
+	dir=$$(mktemp -d); BWT_CACHE_DIR=$$dir $(BIN)/python -m bwt_lite.claims && \
 	    BWT_CACHE_DIR=$$dir $(BIN)/python -c "$$EXECUTE_NOTEBOOKS" $(NB)
 
 define EXECUTE_NOTEBOOKS

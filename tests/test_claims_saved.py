@@ -87,3 +87,10 @@ def test_every_claim_has_its_box_in_its_chapter():
                  if "claim_box(" in src]
         assert any(f'"{cid}"' in src for src in calls), f"{CLAIMS[cid].chapter} shows no box for {cid}"
     assert sorted(saved.chapter_claims(13)) == sorted(c for c in CLAIM_IDS if c.startswith("recurrence"))
+
+
+def test_main_saves_every_group_once(tmp_path, counted, monkeypatch, capsys):
+    monkeypatch.setenv("BWT_CACHE_DIR", str(tmp_path))
+    assert saved.main([]) == 0 and saved.main([]) == 0
+    assert sorted(counted) == sorted(group_ids(g) for g in saved.GROUPS)  # each group computed once
+    assert f"{len(CLAIM_IDS)} claims" in capsys.readouterr().out.splitlines()[-1]

@@ -166,8 +166,8 @@ def chapter_claims(chapter: str | int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bwt_lite.claims.saved``: compute and save every group not yet saved (the book build runs
-    it before the chapters, so no chapter waits on another)."""
+    """``python -m bwt_lite.claims``: compute and save every group not yet saved (the book build runs it
+    before the chapters, so no chapter waits on another)."""
     import argparse
     import time
 
@@ -178,9 +178,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scorecard saved in {saved_dir()}: {len(rows)} claims ({time.perf_counter() - t0:.0f} s)")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 __all__ = ["chapter_claims", "claim_box", "claim_box_html", "claim_row", "fingerprint", "saved_dir", "saved_group",
            "saved_scorecard"]
