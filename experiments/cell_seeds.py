@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                       "median_seed": median_seed(tunnel, runs)["seed"], "seeds": runs})
         print(f"{spec} at {cells[-1]['threads']} thread(s): " + ", ".join(
             f"seed {r['seed']} {r['entropy_mae_bits']:.4f}{' realises' if r['realises'] else ''}" for r in runs))
-    words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--cache",), files=("--out",))
+    words = shown_args(argv if argv is not None else sys.argv[1:], dirs=("--cache", "--root"), files=("--out",))
     trained_at = ",".join(str(t) for t in sorted({c["threads"] for c in cells}))  # the training thread count
     command = f"OMP_NUM_THREADS={trained_at} python experiments/cell_seeds.py " + " ".join(words)
     out = {"episodes": args.episodes, "commands": [command], "cells": cells}

@@ -418,3 +418,21 @@ def test_slow_hmm_success_counts_only_if_its_seeds_hold(monkeypatch, holds, verd
     out = cells._with_slow_hmm(Ctx(), row, "mamba")
     assert out.verdict == verdict and out.details["slow_hmm"]["seeds_hold"] is holds
     assert ("seeds 0-4: constructed" in out.reason) is (holds is not None)
+
+
+def test_the_lstms_rescue_is_data_at_the_mambas_budget():
+    """The HMM LSTM's rescue is in chapter 6's seed table, with the Mamba's batch, steps and episodes on both HMMs,
+    two seeds each, and the hmm-lstm row cites it."""
+    from bwt_lite.cell_seeds import load_cell_seeds
+    from bwt_lite.claims.cells import _rescue_text
+    from bwt_lite.reproduce import cell_preset
+
+    cells = [c for c in load_cell_seeds()["cells"] if c["arch"] == "lstm" and str(c.get("tag", "")).startswith("Mamba's")]
+    assert {c["tunnel"] for c in cells} == {"hmm", "hmm-slow"}
+    for c in cells:
+        mamba = cell_preset(c["tunnel"], "mamba").train
+        assert (c["steps"], c["batch_size"]) == (mamba.steps, mamba.batch_size)
+        assert len(c["seeds"]) >= 2 and all(f"window-{w}" in c["baselines"] for w in range(MAX_WINDOW[c["tunnel"]] + 1))
+    text = _rescue_text("lstm")
+    assert "hmm, peak lr 5e-4" in text and "hmm-slow, 2,000-step warm-up" in text and "below window-0" in text
+    assert _rescue_text("mlp") == ""
