@@ -21,6 +21,8 @@ What a student reads, on every page of the table of contents (the HTML, parsed w
 - a chapter's core path fits a sitting: at most ``prose_words.MAX_WORDS`` words of prose on first
   load (collapsed dropdowns, hidden cells and solutions aside), and no checker hint on the page;
 - at least :data:`MIN_ALT_SHARE` of the chapters' figures have alt text that describes them;
+- every claim of the scorecard has its box on the page of the chapter that teaches it (HTML id
+  ``claim-<id>``), with the verdict and our number of the scorecard page's row;
 - no raw MyST roles in the prose (``{term}`...``` that MyST did not parse shows its braces);
 - no nbval markers in the cells (``NBVAL_...`` comments belong in cell tags) and no bare
   ``True``/``False`` output (a checker's return value echoed);
@@ -326,6 +328,45 @@ def chapter_page_problems(page: Path, rel: str) -> list[str]:
     return out
 
 
+def _claim_cells(element) -> tuple[str, str]:
+    """(verdict, "ours" text) of a claim's row on the scorecard page or of its box in a chapter."""
+    verdict = element.find("b", style=re.compile("color")).get_text(strip=True)
+    ours = next(s for s in element.find_all("small") if s.get_text(strip=True) == "ours:")
+    return verdict, str(ours.next_sibling).strip()
+
+
+def claim_box_problems(build: Path) -> list[str]:
+    """Every claim the scorecard names a chapter for has its box (HTML id ``claim-<id>``) on that chapter's
+    page, with the verdict and our number of the scorecard page's row."""
+    from bs4 import BeautifulSoup
+
+    card = build / "html" / "book" / "scorecard.html"
+    if not card.exists():
+        return [f"claims: {card} missing"]
+    rows = {tr["id"]: tr for tr in BeautifulSoup(card.read_text(encoding="utf-8"), "html.parser").find_all(
+        "tr", id=re.compile(r"^claim-"))}
+    sys.path.insert(0, str(ROOT))
+    from bwt_lite.claims import CLAIMS
+
+    out, pages = [], {}
+    for cid, info in CLAIMS.items():
+        key = f"claim-{cid}"
+        if key not in rows:
+            out.append(f"book/scorecard.md: no row {key}")
+            continue
+        if info.chapter not in pages:
+            page = build / "html" / "chapters" / f"{info.chapter}.html"
+            pages[info.chapter] = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser") if page.exists() else None
+        soup = pages[info.chapter]
+        box = None if soup is None else soup.find(id=key)
+        if box is None:
+            out.append(f"chapters/{info.chapter}.ipynb: no claim box {key} (a claim_box(\"{cid}\") cell)")
+        elif _claim_cells(box) != _claim_cells(rows[key]):
+            out.append(f"chapters/{info.chapter}.ipynb: the box {key} shows {_claim_cells(box)}, the scorecard "
+                       f"{_claim_cells(rows[key])}")
+    return out
+
+
 def problems(build: Path, root: Path = ROOT, execution: bool = True, strict: bool = STRICT_FIGURE_WIDTH) -> list[str]:
     """Everything wrong with the book built into ``build`` (warnings start with :data:`WARNING`);
     no errors when it is sound. ``execution=False`` skips the execution cache (a book built with
@@ -346,6 +387,7 @@ def problems(build: Path, root: Path = ROOT, execution: bool = True, strict: boo
             n, good = figure_alt_counts(page)
             images, described = images + n, described + good
         out += page_problems(page, str(rel), strict)
+    out += claim_box_problems(build)
     if images and described < MIN_ALT_SHARE * images:
         out.append(f"figures: {described} of {images} have alt text that says what they show "
                    f"(at least {MIN_ALT_SHARE:.0%}); give each figure cell mystnb image alt metadata")

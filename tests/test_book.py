@@ -381,3 +381,32 @@ def test_table_text_columns_stay_left_aligned():
     assert t.numeric == (False, True, False)
     assert [r[2] for r in t.right] == [False, False]
     assert 'class="bwt-text" style="text-align: left">2 wide blocks' in t._repr_html_()
+
+
+def test_check_book_finds_every_claim_box_and_its_verdict(tmp_path):
+    """tests/check_book.py: each chapter page must show its claims' boxes, with the scorecard page's verdict and
+    number; a missing box and a box that disagrees are both reported."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import check_book
+    from bwt_lite.claims import CLAIMS, Claim
+    from bwt_lite.claims.reasons import reader_table_html
+    from bwt_lite.claims.saved import claim_box_html
+
+    rows = [Claim(id=cid, claim=i.claim, source=i.source, chapter=i.chapter, paper="1 bit", ours="2 bits",
+                  verdict="partly", reason="r") for cid, i in CLAIMS.items()]
+    (tmp_path / "html" / "book").mkdir(parents=True)
+    (tmp_path / "html" / "chapters").mkdir()
+    (tmp_path / "html" / "book" / "scorecard.html").write_text(reader_table_html(rows))
+    for chapter in {r.chapter for r in rows}:
+        boxes = "".join(claim_box_html(r) for r in rows if r.chapter == chapter)
+        (tmp_path / "html" / "chapters" / f"{chapter}.html").write_text(f"<html><body>{boxes}</body></html>")
+    assert check_book.claim_box_problems(tmp_path) == []
+    first = rows[0]
+    page = tmp_path / "html" / "chapters" / f"{first.chapter}.html"
+    other = Claim(**{**first.to_dict(), "verdict": "reproduced"})
+    page.write_text(page.read_text().replace(claim_box_html(first), claim_box_html(other)))
+    assert any(f"claim-{first.id} shows ('reproduced', '2 bits')" in p for p in check_book.claim_box_problems(tmp_path))
+    page.write_text("<html></html>")
+    assert any(f"no claim box claim-{first.id}" in p for p in check_book.claim_box_problems(tmp_path))
