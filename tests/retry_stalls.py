@@ -109,7 +109,7 @@ def forget(chapters: list[str]) -> None:
         cache = get_cache(cache_path)
         for rel in chapters:
             try:
-                cache.remove_cache_record(cache.match_cache_file(str(ROOT / f"{rel}.ipynb")).pk)
+                cache.remove_cache(cache.match_cache_file(str(ROOT / f"{rel}.ipynb")).pk)
             except KeyError:
                 pass
     reports, aside = BUILD / "html" / "reports", BUILD / "timings" / "stalled-reports"
