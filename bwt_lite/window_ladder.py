@@ -8,12 +8,13 @@ that carries its belief across the episode (transport) beats every short window.
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from .paths import data_file
-from .verdicts import equivalent_window, look_back_text, realises
+from .verdicts import MAX_WINDOW, equivalent_window, look_back_text, realises
 
 # Seeds x peak learning rates of the lite transformer on the slow-mixing HMM, scored beside the ladder
 # (written by experiments/hmm_lr_sweep.py --variant slow; rendered in chapter 6)
@@ -110,6 +111,38 @@ def windows_of(sweep: dict[str, Any], metric: str = "entropy_mae_bits") -> tuple
     return ws, [sweep["windows"][f"window-{w}"][metric] for w in ws]
 
 
+LADDER_METRICS = ("entropy_mae_bits", "kl_bits", "accuracy")
+
+
+@functools.lru_cache(maxsize=8)
+def _ladder(cell: str, tunnel_args: tuple[tuple[str, Any], ...], episodes: int) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    from .baselines import evaluate_baselines
+    from .tunnels import make_tunnel
+
+    results = evaluate_baselines(make_tunnel(**dict(tunnel_args)), episodes=episodes, seed=0, max_window=MAX_WINDOW[cell])
+    return tuple((name, tuple(getattr(r, m) for m in LADDER_METRICS)) for name, r in results.items())
+
+
+def extended_ladder(cell: str, tunnel_args: dict[str, Any], stored: dict[str, Any], episodes: int) -> dict[str, Any]:
+    """``stored`` (a record's windows, name -> metrics) with the windows of ``cell``'s card it lacks, computed on
+    the record's held-out episodes (seed 0, ``episodes`` of the tunnel ``tunnel_args``; windows need no model),
+    each with the metrics the record keeps. The windows it stores must come out the same to 1e-9 bits, else the
+    record was scored on other episodes and a ValueError says so."""
+    ladder = {name: dict(zip(LADDER_METRICS, v)) for name, v in _ladder(cell, tuple(sorted(tunnel_args.items())), episodes)}
+    for name, metrics in stored.items():
+        if name in ladder and abs(ladder[name]["entropy_mae_bits"] - metrics["entropy_mae_bits"]) > 1e-9:
+            raise ValueError(f"the recorded {cell} {name} ({metrics['entropy_mae_bits']:.9g} bits) is not what "
+                             f"{episodes} held-out episodes of seed 0 give ({ladder[name]['entropy_mae_bits']:.9g}): "
+                             "the record was scored on other episodes, so its ladder cannot be extended")
+    keys = next(iter(stored.values())).keys() if stored else LADDER_METRICS
+    return {**{name: {k: m[k] for k in keys} for name, m in ladder.items() if name.startswith("window-")}, **stored}
+
+
+def missing_windows(cell: str, stored: dict[str, Any]) -> list[str]:
+    """The windows of ``cell``'s card ladder that ``stored`` lacks."""
+    return [f"window-{w}" for w in range(MAX_WINDOW[cell] + 1) if f"window-{w}" not in stored]
+
+
 # equivalent_window and look_back_text are the rule's (bwt_lite.verdicts), importable from here with the ladder
-__all__ = ["METRIC_LABELS", "equivalent_window", "ladder", "load_mamba_sweep", "load_position_runs", "load_slow_seeds",
+__all__ = ["LADDER_METRICS", "METRIC_LABELS", "equivalent_window", "extended_ladder", "missing_windows", "ladder", "load_mamba_sweep", "load_position_runs", "load_slow_seeds",
            "look_back_text", "position_rows", "window_equivalent", "windows_of"]

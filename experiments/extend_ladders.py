@@ -16,43 +16,20 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
-from bwt_lite.baselines import evaluate_baselines
 from bwt_lite.paths import data_file
 from bwt_lite.reproduce import cell_preset
-from bwt_lite.tunnels import make_tunnel
 from bwt_lite.verdicts import MAX_WINDOW
+from bwt_lite.window_ladder import extended_ladder, missing_windows
 
 from _common import RESULTS, write
 
-METRICS = ("entropy_mae_bits", "kl_bits", "accuracy")
-
-
-def ladder(cell: str, episodes: int) -> dict[str, dict[str, float]]:
-    """Every window of ``cell``'s ladder on ``episodes`` held-out episodes of seed 0."""
-    tunnel = make_tunnel(**cell_preset(cell, "transformer", "lite").tunnel)
-    return {name: {m: getattr(r, m) for m in METRICS}
-            for name, r in evaluate_baselines(tunnel, episodes=episodes, seed=0, max_window=MAX_WINDOW[cell]).items()}
-
-
-def extended(cell: str, stored: dict[str, Any], episodes: int, where: str) -> dict[str, Any]:
-    """``stored`` with the windows it lacks, each with the metrics ``stored`` keeps for its windows."""
-    full = ladder(cell, episodes)
-    for name, metrics in stored.items():
-        if name in full and abs(full[name]["entropy_mae_bits"] - metrics["entropy_mae_bits"]) > 1e-9:
-            raise SystemExit(f"{where}: {name} is {metrics['entropy_mae_bits']:.9g} bits in the record but "
-                             f"{full[name]['entropy_mae_bits']:.9g} on {episodes} episodes of seed 0: other episodes")
-    keys = next(iter(stored.values())).keys()
-    out = dict(stored)
-    for name, metrics in full.items():
-        if name.startswith("window-") and name not in out:
-            out[name] = {k: metrics[k] for k in keys}
-    return out
-
-
-def missing(cell: str, stored: dict[str, Any]) -> list[str]:
-    return [f"window-{w}" for w in range(MAX_WINDOW[cell] + 1) if f"window-{w}" not in stored]
+def extended(cell: str, stored: dict, episodes: int, where: str) -> dict:
+    """``stored`` with the windows ``cell``'s card adds (bwt_lite.window_ladder.extended_ladder); stops on a mismatch."""
+    try:
+        return extended_ladder(cell, cell_preset(cell, "transformer", "lite").tunnel, stored, episodes)
+    except ValueError as e:
+        raise SystemExit(f"{where}: {e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds_path = data_file("cell_seeds.json")
     seeds = json.loads(seeds_path.read_text())
     for cell in seeds["cells"]:
-        if cell["tunnel"] in MAX_WINDOW and cell.get("baselines") and missing(cell["tunnel"], cell["baselines"]):
+        if cell["tunnel"] in MAX_WINDOW and cell.get("baselines") and missing_windows(cell["tunnel"], cell["baselines"]):
             where = f"cell_seeds.json {cell['name']} ({cell['threads']} thread(s), {cell.get('change') or 'recipe'})"
             lacking.append(where)
             if not args.check:
@@ -74,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         record = json.loads(path.read_text())
         if record.get("variant") == "slow":
             cell = "hmm-slow"
-        if missing(cell, record["windows"]):
+        if missing_windows(cell, record["windows"]):
             lacking.append(name)
             if not args.check:
                 record["windows"] = extended(cell, record["windows"], record["episodes"], name)

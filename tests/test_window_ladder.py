@@ -149,3 +149,20 @@ def test_every_ladder_reaches_a_tenth_of_the_best_model():
         assert top >= tunnel.K or longest <= best / 10, (
             f"{cell}: window-{top} scores {longest:.3g} bits, more than a tenth of {where}'s {best:.3g}")
 
+
+
+def test_a_record_extends_its_ladder_only_on_its_own_episodes():
+    from bwt_lite.reproduce import cell_preset
+    from bwt_lite.verdicts import MAX_WINDOW
+    from bwt_lite.window_ladder import extended_ladder, missing_windows
+
+    args = cell_preset("hmm", "transformer", "lite").tunnel
+    full = extended_ladder("hmm", args, {}, 64)
+    stored = {k: {"entropy_mae_bits": v["entropy_mae_bits"], "kl_bits": v["kl_bits"]} for k, v in full.items()
+              if k in ("window-0", "window-1")}
+    grown = extended_ladder("hmm", args, stored, 64)
+    assert missing_windows("hmm", grown) == [] and len(grown) == MAX_WINDOW["hmm"] + 1
+    assert set(grown["window-8"]) == {"entropy_mae_bits", "kl_bits"}  # the metrics the record keeps
+    assert missing_windows("hmm", stored) == [f"window-{w}" for w in range(2, MAX_WINDOW["hmm"] + 1)]
+    with pytest.raises(ValueError, match="other episodes"):
+        extended_ladder("hmm", args, stored, 32)

@@ -19,9 +19,10 @@ import torch
 
 from ..paper import paper_figure
 from ..paths import data_file
-from ..recipes import Preset
+from ..recipes import Preset, get_preset
 from ..store.checkpoint import load_checkpoint
 from ..store.files import read_json
+from ..window_ladder import extended_ladder, missing_windows
 from ..verdicts import MAX_WINDOW, PRIMITIVES, compare_with_baselines, equivalent_window_of, look_back_text, realises
 from .catalogue import FULL, Budget, Claim
 from .cells import headline_row, hmm_transformer_row, recall_transformer_row, rows_length
@@ -185,30 +186,6 @@ def _rejudged_manifold(row: dict[str, Any]) -> dict[str, Any]:
             "details": {**d, "pc1_within_position_max": bound, "rule": rule, "rejudged": True}}
 
 
-@functools.lru_cache(maxsize=4)
-def _ladder(tunnel: str, episodes: int) -> tuple[tuple[str, tuple[float, float, float]], ...]:
-    from ..baselines import evaluate_baselines
-    from ..recipes import get_preset
-    from ..tunnels import make_tunnel
-
-    results = evaluate_baselines(make_tunnel(**get_preset(tunnel, "transformer", "paper").tunnel),
-                                 episodes=episodes, seed=0, max_window=MAX_WINDOW[tunnel])
-    return tuple((name, (r.entropy_mae_bits, r.kl_bits, r.accuracy)) for name, r in results.items())
-
-
-def _extended_ladder(tunnel: str, stored: dict[str, Any], episodes: int) -> dict[str, Any]:
-    """A record's window ladder extended to the card's longest window: the windows need no model, so the
-    missing ones are computed now on the record's held-out episodes (seed 0, as :class:`Context` scores);
-    the windows it stored must come out the same, or the episodes are not the same and nothing is added."""
-    ladder = {name: dict(zip(("entropy_mae_bits", "kl_bits", "accuracy"), v)) for name, v in _ladder(tunnel, episodes)}
-    for name, metrics in stored.items():
-        if name in ladder and abs(ladder[name]["entropy_mae_bits"] - metrics["entropy_mae_bits"]) > 1e-9:
-            raise ValueError(f"the recorded {tunnel} {name} ({metrics['entropy_mae_bits']:.6g} bits) is not what "
-                             f"{episodes} held-out episodes of seed 0 give ({ladder[name]['entropy_mae_bits']:.6g}): "
-                             "the record was scored on other episodes, so its ladder cannot be extended")
-    return {**ladder, **stored}
-
-
 CARRIED_NOTE = ("measured in an earlier GPU window, on the models listed as earlier (the latest window did not bring "
                 "back a model of every tunnel it needs)")
 
@@ -246,8 +223,9 @@ def rejudged(row: dict[str, Any]) -> dict[str, Any]:
     if not {"ours", "baselines", "paper_succeeds", "ours_realises"} <= set(d) or len(tunnels) != 1:
         return row
     tunnel = tunnels[0]
-    if tunnel in MAX_WINDOW and any(f"window-{w}" not in d["baselines"] for w in range(MAX_WINDOW[tunnel] + 1)):
-        d = {**d, "baselines": _extended_ladder(tunnel, d["baselines"], int(d.get("episodes", FULL.eval)))}
+    if tunnel in MAX_WINDOW and missing_windows(tunnel, d["baselines"]):  # a ladder grown since it was recorded
+        args = get_preset(tunnel, "transformer", "paper").tunnel
+        d = {**d, "baselines": extended_ladder(tunnel, args, d["baselines"], int(d.get("episodes", FULL.eval)))}
         d["bars"] = compare_with_baselines(tunnel, d["ours"], d["baselines"])["bars"]
         row = {**row, "details": d}
     now = bool(realises(tunnel, d["ours"], d["baselines"]))
